@@ -1,0 +1,66 @@
+#include "base/sys.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace mcpexec {
+
+Result<Pipe> MakePipe(int extra_flags) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | extra_flags) != 0) {
+    return Errno(ErrorCode::kResourceExhausted, "pipe2");
+  }
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+Result<void> WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno(ErrorCode::kInternal, "write");
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Ok();
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.Valid()) return Errno(ErrorCode::kNotFound, "open(" + path + ")");
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.Get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno(ErrorCode::kInternal, "read(" + path + ")");
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Result<void> WriteProcFile(const std::string& path, std::string_view data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.Valid()) return Errno(ErrorCode::kPermissionDenied, "open(" + path + ")");
+  const ssize_t n = ::write(fd.Get(), data.data(), data.size());
+  if (n < 0) return Errno(ErrorCode::kPermissionDenied, "write(" + path + ")");
+  if (static_cast<size_t>(n) != data.size()) {
+    return MakeError(ErrorCode::kInternal, "short write to " + path);
+  }
+  return Ok();
+}
+
+Result<void> SetNonBlocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    return Errno(ErrorCode::kInternal, "fcntl(O_NONBLOCK)");
+  }
+  return Ok();
+}
+
+}  // namespace mcpexec

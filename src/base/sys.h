@@ -1,0 +1,28 @@
+// Small syscall wrappers for parent-side code (never for the post-clone child).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace mcpexec {
+
+// pipe2(O_CLOEXEC | extra_flags).
+Result<Pipe> MakePipe(int extra_flags = 0);
+
+// Writes all of `data` to a blocking fd, retrying on EINTR and short writes.
+Result<void> WriteAll(int fd, std::string_view data);
+
+// Reads a whole (small) file, such as a file under /proc.
+Result<std::string> ReadFile(const std::string& path);
+
+// Opens `path` for writing (no create, no truncate) and writes `data` in one write(2),
+// as /proc/PID/uid_map requires.
+Result<void> WriteProcFile(const std::string& path, std::string_view data);
+
+// Sets O_NONBLOCK on fd.
+Result<void> SetNonBlocking(int fd);
+
+}  // namespace mcpexec

@@ -1,0 +1,29 @@
+// mcp-exec: entry point. Parses the command line and hands over to the subcommand.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/run_command.h"
+
+#ifndef MCPEXEC_VERSION
+#error "MCPEXEC_VERSION must be defined by the build"
+#endif
+#ifndef MCPEXEC_DEFAULT_ROOTFS
+#error "MCPEXEC_DEFAULT_ROOTFS must be defined by the build"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"mcp-exec: run Python code in a fresh, rootless Linux-namespace sandbox"};
+  app.set_version_flag("--version", std::string("mcp-exec ") + MCPEXEC_VERSION);
+  app.require_subcommand(1);
+  mcpexec::cli::RunOptions run_options;
+  CLI::App* run = mcpexec::cli::AddRunCommand(app, run_options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (run->parsed()) return mcpexec::cli::RunCommand(MCPEXEC_DEFAULT_ROOTFS, run_options);
+  return 2;
+}

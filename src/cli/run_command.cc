@@ -1,0 +1,123 @@
+#include "cli/run_command.h"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "exec/exec.h"
+#include "sandbox/sandbox.h"
+
+namespace mcpexec::cli {
+
+CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
+  CLI::App* run = app.add_subcommand("run", "Run Python code in a fresh sandbox and print the "
+                                            "result as one JSON object");
+  auto* code = run->add_option("--code", o.code, "The Python code to run");
+  auto* file = run->add_option("--file", o.file, "Read the code from this file");
+  auto* source = run->add_option("source", o.source, "'-' reads the code from standard input");
+  code->excludes(file)->excludes(source);
+  file->excludes(source);
+  run->add_option("--stdin", o.stdin_text, "Text given to the program on its standard input");
+  run->add_option("--timeout", o.timeout_s,
+                  "Wall-clock limit in seconds (default MCP_EXEC_DEFAULT_TIMEOUT_S, clamped to "
+                  "[1, MCP_EXEC_MAX_TIMEOUT_S])");
+  run->add_option("--rootfs", o.rootfs, "Python rootfs directory (MCP_EXEC_ROOTFS)");
+  run->add_option("--python", o.python, "Interpreter inside the rootfs (MCP_EXEC_PYTHON)");
+  run->add_option("--max-output-bytes", o.max_output_bytes,
+                  "Cap on combined stdout+stderr (MCP_EXEC_MAX_OUTPUT_BYTES)");
+  run->add_option("--max-stdin-bytes", o.max_stdin_bytes,
+                  "Cap on stdin (MCP_EXEC_MAX_STDIN_BYTES)");
+  run->add_option("--workspace-bytes", o.workspace_bytes,
+                  "Size of the /tmp workspace tmpfs (MCP_EXEC_WORKSPACE_BYTES)");
+  run->add_option("--host-uid", o.host_uid,
+                  "When run as root: the unprivileged host uid the sandbox user maps to "
+                  "(MCP_EXEC_HOST_UID, default 65532)");
+  run->add_option("--host-gid", o.host_gid, "Likewise for the gid (MCP_EXEC_HOST_GID)");
+  run->footer(
+      "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "
+      "time; 125 when the sandbox could not be set up.");
+  return run;
+}
+
+Result<config::Config> ResolveRunConfig(const std::string& default_rootfs,
+                                        const config::EnvLookup& env, const RunOptions& o) {
+  config::Config c = config::Defaults(default_rootfs);
+  MCPEXEC_RETURN_IF_ERROR(config::ApplyEnv(env, c));
+  // Flags win over the environment: overlay them as if they were variables.
+  const std::pair<const char*, std::optional<std::string>> flags[] = {
+      {"MCP_EXEC_ROOTFS", o.rootfs},
+      {"MCP_EXEC_PYTHON", o.python},
+      {"MCP_EXEC_MAX_OUTPUT_BYTES", o.max_output_bytes},
+      {"MCP_EXEC_MAX_STDIN_BYTES", o.max_stdin_bytes},
+      {"MCP_EXEC_WORKSPACE_BYTES", o.workspace_bytes},
+      {"MCP_EXEC_HOST_UID", o.host_uid ? std::optional(std::to_string(*o.host_uid)) : std::nullopt},
+      {"MCP_EXEC_HOST_GID", o.host_gid ? std::optional(std::to_string(*o.host_gid)) : std::nullopt},
+  };
+  auto from_flags = [&](const std::string& name) -> std::optional<std::string> {
+    for (const auto& [var, value] : flags) {
+      if (name == var) return value;
+    }
+    return std::nullopt;
+  };
+  MCPEXEC_RETURN_IF_ERROR(config::ApplyEnv(from_flags, c));
+  MCPEXEC_RETURN_IF_ERROR(config::Validate(c));
+  return c;
+}
+
+Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& o, std::istream& code_input) {
+  exec::ExecRequest request;
+  if (o.code) {
+    request.code = *o.code;
+  } else if (o.file) {
+    std::ifstream in(*o.file, std::ios::binary);
+    if (!in) return MakeError(ErrorCode::kNotFound, "cannot read --file " + *o.file);
+    request.code.assign(std::istreambuf_iterator<char>(in), {});
+  } else if (o.source && *o.source == "-") {
+    request.code.assign(std::istreambuf_iterator<char>(code_input), {});
+  } else if (o.source) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "unexpected argument '" + *o.source + "': use --code, --file or -");
+  } else {
+    return MakeError(ErrorCode::kInvalidArgument, "no code given: use --code, --file or -");
+  }
+  request.stdin_data = o.stdin_text.value_or("");
+  request.timeout_s = o.timeout_s;
+  return request;
+}
+
+int ExitStatusFor(const sandbox::RunResult& result) {
+  if (result.timed_out) return kExitTimedOut;
+  return result.exit_code & 0xff;
+}
+
+int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
+  auto config = ResolveRunConfig(default_rootfs, config::ProcessEnv(), options);
+  if (!config.ok()) {
+    std::cerr << "mcp-exec: " << config.error().message << "\n";
+    return 2;
+  }
+  auto request = ResolveRunRequest(options, std::cin);
+  if (!request.ok()) {
+    std::cerr << "mcp-exec: " << request.error().message << "\n";
+    return 2;
+  }
+  if (auto valid = exec::ValidateRequest(*config, *request); !valid.ok()) {
+    std::cerr << "mcp-exec: " << valid.error().message << "\n";
+    return 2;
+  }
+  auto plan = sandbox::Compile(exec::SpecFromConfig(*config));
+  if (!plan.ok()) {
+    std::cerr << "mcp-exec: " << plan.error().message << "\n";
+    return kExitSetupFailed;
+  }
+  auto result = exec::Execute(*plan, *config, *request);
+  if (!result.ok()) {
+    std::cerr << "mcp-exec: " << result.error().message << "\n";
+    return kExitSetupFailed;
+  }
+  std::cout << exec::ResultToJson(*result).dump() << std::endl;
+  return ExitStatusFor(*result);
+}
+
+}  // namespace mcpexec::cli

@@ -1,0 +1,54 @@
+// `mcp-exec run`: one sandboxed run from the command line, its result printed as JSON.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "config/config.h"
+#include "exec/exec.h"
+#include "sandbox/run_result.h"
+
+namespace mcpexec::cli {
+
+// Exit status of `mcp-exec run` when the sandbox could not be set up, as `docker run` does.
+inline constexpr int kExitSetupFailed = 125;
+// Exit status when the program ran out of time, as timeout(1) does.
+inline constexpr int kExitTimedOut = 124;
+
+struct RunOptions {
+  std::optional<std::string> code;
+  std::optional<std::string> file;
+  std::optional<std::string> source;  // positional: "-" reads the code from standard input
+  std::optional<std::string> stdin_text;
+  std::optional<long long> timeout_s;
+  std::optional<std::string> rootfs;
+  std::optional<std::string> python;
+  std::optional<std::string> max_output_bytes;
+  std::optional<std::string> max_stdin_bytes;
+  std::optional<std::string> workspace_bytes;
+  std::optional<long long> host_uid;
+  std::optional<long long> host_gid;
+};
+
+// Registers the `run` subcommand and its flags on `app`.
+CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);
+
+// Defaults, then the environment, then the flags; validated.
+Result<config::Config> ResolveRunConfig(const std::string& default_rootfs,
+                                        const config::EnvLookup& env, const RunOptions& options);
+
+// The request: code from --code, --file or "-" (exactly one), stdin from --stdin.
+Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& options, std::istream& code_input);
+
+// The process exit status for a finished run: the program's status, 124 on timeout.
+int ExitStatusFor(const sandbox::RunResult& result);
+
+// Runs the command: prints the result JSON on stdout and returns the exit status; set-up and
+// usage errors go to stderr.
+int RunCommand(const std::string& default_rootfs, const RunOptions& options);
+
+}  // namespace mcpexec::cli

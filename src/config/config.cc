@@ -1,0 +1,145 @@
+#include "config/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+
+namespace mcpexec::config {
+namespace {
+
+constexpr uint64_t kMaxBytes = 1ull << 40;
+
+template <class T>
+Result<void> SetInt(const std::string& name, const std::string& text, long long min, long long max,
+                    T& out) {
+  auto v = ParseInt(text, min, max);
+  if (!v.ok()) return MakeError(ErrorCode::kInvalidArgument, name + ": " + v.error().message);
+  out = static_cast<T>(*v);
+  return Ok();
+}
+
+Result<void> SetBytes(const std::string& name, const std::string& text, uint64_t& out) {
+  auto v = ParseBytes(text);
+  if (!v.ok()) return MakeError(ErrorCode::kInvalidArgument, name + ": " + v.error().message);
+  out = *v;
+  return Ok();
+}
+
+Result<void> SetPath(const std::string& name, const std::string& text, std::string& out) {
+  if (text.empty()) return MakeError(ErrorCode::kInvalidArgument, name + ": must not be empty");
+  out = text;
+  return Ok();
+}
+
+}  // namespace
+
+EnvLookup ProcessEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Config Defaults(const std::string& default_rootfs) {
+  Config c;
+  c.rootfs = default_rootfs;
+  return c;
+}
+
+Result<long long> ParseInt(const std::string& text, long long min, long long max) {
+  if (text.empty() || text.find_first_not_of("0123456789-") != std::string::npos) {
+    return MakeError(ErrorCode::kInvalidArgument, "'" + text + "' is not a whole number");
+  }
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') {
+    return MakeError(ErrorCode::kInvalidArgument, "'" + text + "' is not a whole number");
+  }
+  if (v < min || v > max) {
+    return MakeError(ErrorCode::kInvalidArgument, "'" + text + "' is outside [" +
+                                                      std::to_string(min) + ", " +
+                                                      std::to_string(max) + "]");
+  }
+  return v;
+}
+
+Result<uint64_t> ParseBytes(const std::string& text) {
+  std::string digits = text;
+  uint64_t unit = 1;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'k': case 'K': unit = 1ull << 10; break;
+      case 'm': case 'M': unit = 1ull << 20; break;
+      case 'g': case 'G': unit = 1ull << 30; break;
+      default: break;
+    }
+    if (unit != 1) digits.pop_back();
+  }
+  auto v = ParseInt(digits, 1, static_cast<long long>(kMaxBytes));
+  if (!v.ok() || static_cast<uint64_t>(*v) > kMaxBytes / unit) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'" + text + "' is not a byte count from 1 to 1T (digits, optionally "
+                     "followed by k, m or g)");
+  }
+  return static_cast<uint64_t>(*v) * unit;
+}
+
+Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
+  struct Var {
+    const char* name;
+    std::function<Result<void>(const std::string&, const std::string&)> set;
+  };
+  constexpr long long kIdMax = std::numeric_limits<uid_t>::max() - 1;
+  const Var vars[] = {
+      {"MCP_EXEC_ROOTFS", [&](auto& n, auto& v) { return SetPath(n, v, c.rootfs); }},
+      {"MCP_EXEC_PYTHON", [&](auto& n, auto& v) { return SetPath(n, v, c.python); }},
+      {"MCP_EXEC_DEFAULT_TIMEOUT_S",
+       [&](auto& n, auto& v) { return SetInt(n, v, 1, 86400, c.default_timeout_s); }},
+      {"MCP_EXEC_MAX_TIMEOUT_S",
+       [&](auto& n, auto& v) { return SetInt(n, v, 1, 86400, c.max_timeout_s); }},
+      {"MCP_EXEC_MAX_OUTPUT_BYTES",
+       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_output_bytes); }},
+      {"MCP_EXEC_MAX_STDIN_BYTES",
+       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_stdin_bytes); }},
+      {"MCP_EXEC_WORKSPACE_BYTES",
+       [&](auto& n, auto& v) { return SetBytes(n, v, c.workspace_bytes); }},
+      {"MCP_EXEC_HOST_UID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_uid); }},
+      {"MCP_EXEC_HOST_GID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_gid); }},
+  };
+  for (const Var& var : vars) {
+    if (auto value = env(var.name)) MCPEXEC_RETURN_IF_ERROR(var.set(var.name, *value));
+  }
+  return Ok();
+}
+
+Result<void> Validate(const Config& c) {
+  if (c.default_timeout_s < 1 || c.max_timeout_s < 1) {
+    return MakeError(ErrorCode::kInvalidArgument, "timeouts must be at least 1 second");
+  }
+  if (c.default_timeout_s > c.max_timeout_s) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the default timeout (" + std::to_string(c.default_timeout_s) +
+                         " s, MCP_EXEC_DEFAULT_TIMEOUT_S) exceeds the maximum (" +
+                         std::to_string(c.max_timeout_s) + " s, MCP_EXEC_MAX_TIMEOUT_S)");
+  }
+  if (c.workspace_bytes < (64u << 10)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the workspace (MCP_EXEC_WORKSPACE_BYTES) must be at least 64k");
+  }
+  if (c.host_uid == 0 || c.host_gid == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the sandbox's host uid/gid (MCP_EXEC_HOST_UID/GID) must not be 0");
+  }
+  return Ok();
+}
+
+int EffectiveTimeoutSeconds(const Config& c, std::optional<long long> requested) {
+  const long long t = requested.value_or(c.default_timeout_s);
+  if (t < 1) return 1;
+  if (t > c.max_timeout_s) return c.max_timeout_s;
+  return static_cast<int>(t);
+}
+
+}  // namespace mcpexec::config

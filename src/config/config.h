@@ -1,0 +1,50 @@
+// Config: one struct filled from defaults, then the seed's environment variables, then flags;
+// validated once at start-up.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+
+namespace mcpexec::config {
+
+struct Config {
+  std::string rootfs;                       // MCP_EXEC_ROOTFS (default: the built one)
+  std::string python = "python3";           // MCP_EXEC_PYTHON, inside the rootfs
+  int default_timeout_s = 30;               // MCP_EXEC_DEFAULT_TIMEOUT_S
+  int max_timeout_s = 300;                  // MCP_EXEC_MAX_TIMEOUT_S
+  uint64_t max_output_bytes = 1 << 20;      // MCP_EXEC_MAX_OUTPUT_BYTES
+  uint64_t max_stdin_bytes = 1 << 20;       // MCP_EXEC_MAX_STDIN_BYTES
+  uint64_t workspace_bytes = 64ull << 20;   // MCP_EXEC_WORKSPACE_BYTES
+  uid_t host_uid = 65532;                   // MCP_EXEC_HOST_UID: host uid of the sandbox, as root
+  gid_t host_gid = 65532;                   // MCP_EXEC_HOST_GID
+};
+
+// Returns the value of an environment variable, or nullopt when it is unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnv();
+
+// The compiled-in defaults with `default_rootfs` as the rootfs.
+Config Defaults(const std::string& default_rootfs);
+
+// Overlays every MCP_EXEC_* variable that is set onto `config`. A malformed value is an error
+// that names the variable and what it accepts.
+Result<void> ApplyEnv(const EnvLookup& env, Config& config);
+
+// Checks the ranges and the relations between values (default timeout within the maximum).
+Result<void> Validate(const Config& config);
+
+// Parses a byte count: digits with an optional binary suffix k, m or g ("64m" = 64 MiB).
+Result<uint64_t> ParseBytes(const std::string& text);
+// Parses a whole decimal number within [min, max].
+Result<long long> ParseInt(const std::string& text, long long min, long long max);
+
+// The timeout a run gets: `requested` (or the default) clamped to [1, max_timeout_s].
+int EffectiveTimeoutSeconds(const Config& config, std::optional<long long> requested);
+
+}  // namespace mcpexec::config

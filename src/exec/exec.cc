@@ -1,0 +1,60 @@
+#include "exec/exec.h"
+
+#include "base/utf8.h"
+#include "sandbox/sandbox.h"
+
+namespace mcpexec::exec {
+
+Result<void> ValidateRequest(const config::Config& config, const ExecRequest& request) {
+  if (request.code.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return MakeError(ErrorCode::kInvalidArgument, "code is empty");
+  }
+  if (request.stdin_data.size() > config.max_stdin_bytes) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "stdin is " + std::to_string(request.stdin_data.size()) +
+                         " bytes, over the limit of " + std::to_string(config.max_stdin_bytes) +
+                         " (MCP_EXEC_MAX_STDIN_BYTES)");
+  }
+  return Ok();
+}
+
+sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
+  sandbox::SandboxSpec spec;
+  spec.rootfs = config.rootfs;
+  spec.python = config.python;
+  spec.workspace_bytes = config.workspace_bytes;
+  const sandbox::HostIds ids = sandbox::ResolveHostIds(config.host_uid, config.host_gid);
+  spec.outside_uid = ids.uid;
+  spec.outside_gid = ids.gid;
+  spec.privileged_id_mapping = ids.privileged;
+  return spec;
+}
+
+sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request) {
+  sandbox::RunLimits limits;
+  limits.timeout = std::chrono::seconds(config::EffectiveTimeoutSeconds(config, request.timeout_s));
+  limits.max_output_bytes = config.max_output_bytes;
+  return limits;
+}
+
+Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> plan,
+                                   const config::Config& config, const ExecRequest& request) {
+  MCPEXEC_RETURN_IF_ERROR(ValidateRequest(config, request));
+  MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, sandbox::Sandbox::Create(std::move(plan)));
+  return box.Run(sandbox::Program{request.code, request.stdin_data}, LimitsFor(config, request));
+}
+
+nlohmann::json ResultToJson(const sandbox::RunResult& result) {
+  nlohmann::json j = {
+      {"stdout", RepairUtf8(result.stdout_data)},
+      {"stderr", RepairUtf8(result.stderr_data)},
+      {"exit_code", result.exit_code},
+      {"duration_ms", result.duration.count()},
+      {"truncated", result.truncated},
+      {"timed_out", result.timed_out},
+  };
+  if (result.signal) j["signal"] = sandbox::SignalName(*result.signal);
+  return j;
+}
+
+}  // namespace mcpexec::exec

@@ -1,0 +1,43 @@
+// The exec operation, shared by `mcp-exec run` and the MCP tool: validate a request against
+// the configuration, map the configuration to a sandbox spec, run, and shape the result as the
+// seed's JSON contract. The only module that knows both the configuration and the sandbox.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "config/config.h"
+#include "sandbox/plan.h"
+#include "sandbox/run_result.h"
+#include "sandbox/spec.h"
+
+namespace mcpexec::exec {
+
+struct ExecRequest {
+  std::string code;
+  std::string stdin_data;
+  std::optional<long long> timeout_s;  // nullopt: the configured default
+};
+
+// Empty code and stdin over MCP_EXEC_MAX_STDIN_BYTES are invalid input (the seed's contract).
+Result<void> ValidateRequest(const config::Config& config, const ExecRequest& request);
+
+// The sandbox every run of this configuration gets. Host ids come from the process: the
+// caller's own when rootless, config.host_uid/gid when root.
+sandbox::SandboxSpec SpecFromConfig(const config::Config& config);
+
+sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request);
+
+// Validates, creates a fresh sandbox from `plan` and runs the request in it.
+Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> plan,
+                                   const config::Config& config, const ExecRequest& request);
+
+// {stdout, stderr, exit_code, duration_ms, truncated, timed_out} plus "signal" (e.g. "SIGKILL")
+// when the program died of one. Output is made valid UTF-8 (U+FFFD for ill-formed bytes).
+nlohmann::json ResultToJson(const sandbox::RunResult& result);
+
+}  // namespace mcpexec::exec

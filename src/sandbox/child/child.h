@@ -1,0 +1,21 @@
+// The only code that runs between clone and execve. It allocates nothing, throws nothing and
+// logs nothing: the parent may be multi-threaded, and any lock another thread held at clone
+// time stays held forever in the child. Failures go to the parent as a ChildReport.
+#pragma once
+
+#include "sandbox/child/plan_view.h"
+
+namespace mcpexec::sandbox {
+
+// Descriptors the parent created for this child, in the parent's numbering. The child moves
+// them to the fixed ChildFd numbers and closes everything else.
+struct ChildFdSources {
+  int fds[kChildFdCount];
+};
+
+// Entry point of the sandbox's PID 1, called in the clone child. Sets up the sandbox, reports
+// ready, receives the program, starts it as PID 2, reaps, reports the program's wait status and
+// exits. Never returns.
+[[noreturn]] void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept;
+
+}  // namespace mcpexec::sandbox

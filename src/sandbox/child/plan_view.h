@@ -1,0 +1,115 @@
+// PlanView: the read-only, allocation-free view of a LaunchPlan that the post-clone child
+// reads. Every pointer points into storage owned by the parent's LaunchPlan; the child has its
+// own copy of that memory (clone without CLONE_VM), so nothing here is ever freed or changed
+// by the child.
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mcpexec::sandbox {
+
+enum class MountOpKind : uint8_t {
+  kMount,      // mount(source, target, fstype, flags, data)
+  kMkdir,      // mkdir(target, mode)
+  kTouch,      // create an empty file at target (a bind-mount target), mode
+  kSymlink,    // symlink(source, target)
+  kPivotRoot,  // chdir(target); pivot_root(".", "."); detach the old root; chdir("/")
+};
+
+struct MountOpView {
+  MountOpKind kind;
+  bool optional;  // a missing target (ENOENT) is not an error: kernel-dependent /proc paths
+  const char* source;
+  const char* target;
+  const char* fstype;
+  unsigned long flags;
+  const char* data;
+  uint32_t mode;
+};
+
+struct RlimitView {
+  int resource;
+  struct rlimit limit;
+};
+
+// Fixed descriptors of the child: set up first thing after clone.
+enum ChildFd : int {
+  kFdStdin = 0,
+  kFdStdout = 1,
+  kFdStderr = 2,
+  kFdReport = 3,   // child -> parent: ChildReport records
+  kFdGo = 4,       // parent -> child: one byte once the id maps are written
+  kFdProgram = 5,  // parent -> child: the program text, then EOF
+  kChildFdCount = 6,
+};
+
+struct PlanView {
+  const MountOpView* mount_ops;
+  size_t mount_op_count;
+
+  const char* hostname;
+  size_t hostname_len;
+
+  bool clear_groups;
+  uid_t uid;
+  gid_t gid;
+
+  int last_cap;           // highest capability number the kernel knows
+  void* empty_caps;       // libcap cap_t with every set empty, built by the parent
+
+  const char* workdir;       // cwd of the program, inside the new root
+  const char* program_path;  // where the program text is written, inside the new root
+
+  const RlimitView* rlimits;
+  size_t rlimit_count;
+
+  const sock_fprog* seccomp;  // nullptr: no filter in this plan
+
+  const char* exec_path;
+  const char* const* argv;
+  const char* const* envp;
+};
+
+// What the child tells the parent on kFdReport. One record is one write(2) of this fixed size
+// (below PIPE_BUF, so atomic).
+enum class ReportType : uint32_t { kReady = 1, kFailure = 2, kExit = 3 };
+
+enum class ChildStep : uint32_t {
+  kSetupFds = 1,
+  kSignals,
+  kDeathSignal,
+  kWaitGo,
+  kMountOp,
+  kHostname,
+  kLoopback,
+  kSetgroups,
+  kSetgid,
+  kSetuid,
+  kChdir,
+  kDropBoundingCaps,
+  kClearAmbientCaps,
+  kSetCaps,
+  kNoNewPrivs,
+  kNotDumpable,
+  kReceiveProgram,
+  kStartProgram,
+  kSetsid,
+  kRlimit,
+  kSeccomp,
+  kExec,
+};
+
+struct ChildReport {
+  ReportType type;
+  ChildStep step;     // kFailure
+  int32_t sys_errno;  // kFailure
+  uint32_t index;     // kFailure: mount op or rlimit index
+  int32_t wait_status;  // kExit: the program's wait status
+};
+
+}  // namespace mcpexec::sandbox

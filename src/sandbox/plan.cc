@@ -1,0 +1,298 @@
+#include "sandbox/plan.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <sstream>
+
+namespace mcpexec::sandbox {
+namespace {
+
+constexpr const char* kRootfsHint =
+    "build it with tools/build-rootfs (or tools/setup), or point --rootfs / MCP_EXEC_ROOTFS at "
+    "a built one";
+
+constexpr const char* kSearchPath[] = {"/usr/local/bin", "/usr/bin", "/bin"};
+constexpr const char* kPathEnv = "PATH=/usr/local/bin:/usr/bin:/bin";
+
+// The /proc entries Docker masks: files are covered with /dev/null, directories with an empty
+// read-only tmpfs.
+constexpr const char* kMaskedProcFiles[] = {"kcore",       "keys",        "latency_stats",
+                                            "timer_list",  "timer_stats", "sched_debug"};
+constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi"};
+constexpr const char* kReadOnlyProcPaths[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom"};
+constexpr std::pair<const char*, const char*> kDevSymlinks[] = {{"/proc/self/fd", "fd"},
+                                                                {"/proc/self/fd/0", "stdin"},
+                                                                {"/proc/self/fd/1", "stdout"},
+                                                                {"/proc/self/fd/2", "stderr"}};
+
+constexpr unsigned long kProcFlags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+constexpr unsigned long kRoRemount = MS_BIND | MS_REMOUNT | MS_RDONLY;
+
+// A read-only remount inside a user namespace must keep the flags the kernel locked on the
+// source mount, or it fails with EPERM (mount(2), "locked" flags in mount_namespaces(7)).
+unsigned long LockedFlags(const struct statvfs& st) {
+  unsigned long flags = 0;
+  if (st.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+  if (st.f_flag & ST_NODEV) flags |= MS_NODEV;
+  if (st.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (st.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+  if (st.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+  if (st.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+  return flags;
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Result<std::string> ResolveRootfs(const std::string& rootfs) {
+  if (rootfs.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string("no rootfs configured: ") + kRootfsHint);
+  }
+  char real[PATH_MAX];
+  if (realpath(rootfs.c_str(), real) == nullptr) {
+    return Errno(ErrorCode::kNotFound, "rootfs " + rootfs)
+        .WithContext(std::string("the Python rootfs is missing (") + kRootfsHint + ")");
+  }
+  if (!IsDir(real)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "rootfs " + rootfs + " is not a directory: " + kRootfsHint);
+  }
+  for (const char* dir : {"proc", "dev", "tmp"}) {
+    if (!IsDir(std::string(real) + "/" + dir)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "rootfs " + rootfs + " has no /" + dir +
+                           " directory to mount on, so it is not a complete rootfs: " +
+                           kRootfsHint);
+    }
+  }
+  return std::string(real);
+}
+
+Result<std::string> ResolveInterpreter(const std::string& root, const std::string& python) {
+  auto executable = [&](const std::string& inside) {
+    return faccessat(AT_FDCWD, (root + inside).c_str(), X_OK, AT_EACCESS) == 0;
+  };
+  if (python.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "the interpreter name is empty");
+  }
+  if (python.find('/') != std::string::npos) {
+    if (python[0] != '/') {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "interpreter '" + python +
+                           "' must be a bare name or an absolute path inside the rootfs");
+    }
+    if (executable(python)) return python;
+  } else {
+    for (const char* dir : kSearchPath) {
+      const std::string inside = std::string(dir) + "/" + python;
+      if (executable(inside)) return inside;
+    }
+  }
+  return MakeError(ErrorCode::kNotFound,
+                   "interpreter '" + python + "' is not an executable in the rootfs " + root +
+                       " (searched /usr/local/bin:/usr/bin:/bin); set MCP_EXEC_PYTHON to one "
+                       "that is");
+}
+
+MountOp Mount(std::string source, std::string target, std::string fstype, unsigned long flags,
+              std::string data, std::string what) {
+  return MountOp{MountOpKind::kMount, false, std::move(source), std::move(target),
+                 std::move(fstype), std::move(data), flags, 0, std::move(what)};
+}
+
+MountOp Simple(MountOpKind kind, std::string source, std::string target, uint32_t mode,
+               std::string what) {
+  return MountOp{kind, false, std::move(source), std::move(target), "", "", 0, mode,
+                 std::move(what)};
+}
+
+MountOp Optional(MountOp op) {
+  op.optional = true;
+  return op;
+}
+
+void AddProcOps(const std::string& proc, std::vector<MountOp>& ops) {
+  ops.push_back(Mount("proc", proc, "proc", kProcFlags, "", "mount a fresh /proc"));
+  for (const char* f : kMaskedProcFiles) {
+    ops.push_back(Optional(Mount("/dev/null", proc + "/" + f, "", MS_BIND, "",
+                                 std::string("mask /proc/") + f)));
+  }
+  for (const char* d : kMaskedProcDirs) {
+    ops.push_back(Optional(Mount("tmpfs", proc + "/" + d, "tmpfs", kProcFlags | MS_RDONLY,
+                                 "size=0,mode=0555", std::string("mask /proc/") + d)));
+  }
+  for (const char* p : kReadOnlyProcPaths) {
+    const std::string path = proc + "/" + p;
+    const std::string what = std::string("make /proc/") + p + " read-only";
+    ops.push_back(Optional(Mount(path, path, "", MS_BIND | MS_REC, "", what)));
+    ops.push_back(Optional(Mount("", path, "", kRoRemount | kProcFlags, "", what)));
+  }
+}
+
+void AddDevOps(const std::string& dev, uint64_t shm_bytes, std::vector<MountOp>& ops) {
+  constexpr unsigned long kDevFlags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+  ops.push_back(Mount("tmpfs", dev, "tmpfs", kDevFlags, "mode=0755,size=64k", "mount /dev"));
+  for (const char* d : kDevices) {
+    const std::string node = dev + "/" + d;
+    ops.push_back(Simple(MountOpKind::kTouch, "", node, 0666, std::string("create /dev/") + d));
+    ops.push_back(Mount(std::string("/dev/") + d, node, "", MS_BIND, "",
+                        std::string("bind the host's /dev/") + d));
+  }
+  for (const auto& [to, name] : kDevSymlinks) {
+    ops.push_back(Simple(MountOpKind::kSymlink, to, dev + "/" + name, 0,
+                         std::string("link /dev/") + name));
+  }
+  ops.push_back(Simple(MountOpKind::kMkdir, "", dev + "/shm", 01777, "create /dev/shm"));
+  ops.push_back(Mount("tmpfs", dev + "/shm", "tmpfs", kDevFlags,
+                      "mode=1777,size=" + std::to_string(shm_bytes), "mount the /dev/shm tmpfs"));
+  ops.push_back(Mount("", dev, "", kRoRemount | kDevFlags, "", "make /dev read-only"));
+}
+
+std::vector<MountOp> BuildMountOps(const SandboxSpec& spec, const std::string& root,
+                                   unsigned long rootfs_locked) {
+  std::vector<MountOp> ops;
+  ops.push_back(Mount("", "/", "", MS_REC | MS_PRIVATE, "",
+                      "make every mount private to the sandbox"));
+  ops.push_back(Mount(root, root, "", MS_BIND, "", "bind the rootfs"));
+  ops.push_back(Mount("", root, "", kRoRemount | MS_NOSUID | MS_NODEV | rootfs_locked, "",
+                      "make the rootfs read-only, nosuid, nodev"));
+  AddProcOps(root + "/proc", ops);
+  AddDevOps(root + "/dev", spec.shm_bytes, ops);
+  ops.push_back(Mount("tmpfs", root + kWorkspaceDir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "mode=0755,size=" + std::to_string(spec.workspace_bytes) +
+                          ",uid=" + std::to_string(spec.inside_uid) +
+                          ",gid=" + std::to_string(spec.inside_gid),
+                      "mount the workspace tmpfs on /tmp"));
+  ops.push_back(Simple(MountOpKind::kPivotRoot, "", root, 0, "pivot_root into the rootfs"));
+  return ops;
+}
+
+const char* KindName(MountOpKind kind) {
+  switch (kind) {
+    case MountOpKind::kMount: return "mount";
+    case MountOpKind::kMkdir: return "mkdir";
+    case MountOpKind::kTouch: return "touch";
+    case MountOpKind::kSymlink: return "symlink";
+    case MountOpKind::kPivotRoot: return "pivot_root";
+  }
+  return "?";
+}
+
+}  // namespace
+
+LaunchPlan::~LaunchPlan() {
+  if (empty_caps_ != nullptr) cap_free(empty_caps_);
+}
+
+void LaunchPlan::BuildView() {
+  mount_views_.clear();
+  for (const MountOp& op : mounts_) {
+    mount_views_.push_back(MountOpView{op.kind, op.optional,
+                                       op.source.empty() ? nullptr : op.source.c_str(),
+                                       op.target.c_str(),
+                                       op.fstype.empty() ? nullptr : op.fstype.c_str(), op.flags,
+                                       op.data.empty() ? nullptr : op.data.c_str(), op.mode});
+  }
+  argv_ptrs_.clear();
+  for (const auto& a : argv_) argv_ptrs_.push_back(a.c_str());
+  argv_ptrs_.push_back(nullptr);
+  env_ptrs_.clear();
+  for (const auto& e : env_) env_ptrs_.push_back(e.c_str());
+  env_ptrs_.push_back(nullptr);
+
+  view_ = PlanView{};
+  view_.mount_ops = mount_views_.data();
+  view_.mount_op_count = mount_views_.size();
+  view_.hostname = spec_.hostname.c_str();
+  view_.hostname_len = spec_.hostname.size();
+  view_.clear_groups = spec_.privileged_id_mapping;
+  view_.uid = spec_.inside_uid;
+  view_.gid = spec_.inside_gid;
+  view_.last_cap = static_cast<int>(cap_max_bits()) - 1;
+  view_.empty_caps = empty_caps_;
+  view_.workdir = workdir_.c_str();
+  view_.program_path = program_path_.c_str();
+  view_.rlimits = rlimits_.data();
+  view_.rlimit_count = rlimits_.size();
+  view_.seccomp = nullptr;
+  view_.exec_path = exec_path_.c_str();
+  view_.argv = argv_ptrs_.data();
+  view_.envp = env_ptrs_.data();
+}
+
+std::string LaunchPlan::Describe() const {
+  std::ostringstream out;
+  out << "uid_map " << uid_map_ << "gid_map " << gid_map_
+      << "setgroups " << (spec_.privileged_id_mapping ? "allow, cleared by the child" : "deny")
+      << "\n";
+  for (const MountOp& op : mounts_) {
+    out << KindName(op.kind) << (op.optional ? "?" : "") << " " << op.what << ": "
+        << (op.source.empty() ? "-" : op.source) << " -> " << op.target;
+    if (!op.fstype.empty()) out << " type " << op.fstype;
+    if (op.flags != 0) out << " flags 0x" << std::hex << op.flags << std::dec;
+    if (!op.data.empty()) out << " data " << op.data;
+    if (op.mode != 0) out << " mode 0" << std::oct << op.mode << std::dec;
+    out << "\n";
+  }
+  out << "hostname " << spec_.hostname << "\n"
+      << "ids " << spec_.inside_uid << ":" << spec_.inside_gid << "\n"
+      << "cwd " << workdir_ << "\n";
+  for (const RlimitView& r : rlimits_) {
+    out << "rlimit " << r.resource << " " << r.limit.rlim_cur << " " << r.limit.rlim_max << "\n";
+  }
+  out << "exec";
+  for (const auto& a : argv_) out << " " << a;
+  out << "\nenv";
+  for (const auto& e : env_) out << " " << e;
+  out << "\n";
+  return out.str();
+}
+
+Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec) {
+  MCPEXEC_ASSIGN_OR_RETURN(std::string root, ResolveRootfs(spec.rootfs));
+  MCPEXEC_ASSIGN_OR_RETURN(std::string exec_path, ResolveInterpreter(root, spec.python));
+  if (spec.hostname.empty() || spec.hostname.size() > 64) {
+    return MakeError(ErrorCode::kInvalidArgument, "hostname must be 1 to 64 bytes");
+  }
+  if (spec.outside_uid == 0 || spec.outside_gid == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "refusing to map the sandbox's user to host uid or gid 0: configure an "
+                     "unprivileged host uid/gid (--host-uid, --host-gid)");
+  }
+  struct statvfs st;
+  if (statvfs(root.c_str(), &st) != 0) return Errno(ErrorCode::kInternal, "statvfs(" + root + ")");
+
+  std::shared_ptr<LaunchPlan> plan(new LaunchPlan());
+  plan->spec_ = spec;
+  plan->spec_.rootfs = root;
+  plan->mounts_ = BuildMountOps(spec, root, LockedFlags(st));
+  plan->uid_map_ = std::to_string(spec.inside_uid) + " " + std::to_string(spec.outside_uid) + " 1\n";
+  plan->gid_map_ = std::to_string(spec.inside_gid) + " " + std::to_string(spec.outside_gid) + " 1\n";
+  plan->workdir_ = kWorkspaceDir;
+  plan->program_path_ = kProgramPath;
+  plan->exec_path_ = exec_path;
+  plan->argv_ = {exec_path, kProgramPath};
+  plan->env_ = {kPathEnv, std::string("HOME=") + kWorkspaceDir, "LANG=C.UTF-8", "MPLBACKEND=Agg",
+                "PYTHONDONTWRITEBYTECODE=1"};
+  plan->rlimits_ = {RlimitView{RLIMIT_CORE, {0, 0}}};
+  plan->empty_caps_ = cap_init();
+  if (plan->empty_caps_ == nullptr) return Errno(ErrorCode::kResourceExhausted, "cap_init");
+  plan->BuildView();
+  return std::shared_ptr<const LaunchPlan>(std::move(plan));
+}
+
+HostIds ResolveHostIds(uid_t root_uid, gid_t root_gid) {
+  if (geteuid() == 0) return HostIds{root_uid, root_gid, true};
+  return HostIds{geteuid(), getegid(), false};
+}
+
+}  // namespace mcpexec::sandbox

@@ -1,0 +1,71 @@
+// LaunchPlan: everything a sandbox launch needs, prepared before clone so that the child only
+// reads it. A plan depends on the configuration, not on the run: compile it once and launch
+// any number of sandboxes from it, from any thread.
+#pragma once
+
+#include <sys/capability.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "sandbox/child/plan_view.h"
+#include "sandbox/spec.h"
+
+namespace mcpexec::sandbox {
+
+struct MountOp {
+  MountOpKind kind;
+  bool optional = false;
+  std::string source, target, fstype, data;
+  unsigned long flags = 0;
+  uint32_t mode = 0;
+  // Names the op in set-up errors: "mount the workspace tmpfs on /tmp".
+  std::string what;
+};
+
+class LaunchPlan {
+ public:
+  LaunchPlan(const LaunchPlan&) = delete;
+  LaunchPlan& operator=(const LaunchPlan&) = delete;
+  ~LaunchPlan();
+
+  // The view the child reads; valid as long as this plan lives.
+  const PlanView& View() const { return view_; }
+
+  const SandboxSpec& Spec() const { return spec_; }
+  const std::vector<MountOp>& MountOps() const { return mounts_; }
+  const std::string& ExecPath() const { return exec_path_; }  // path inside the sandbox
+  const std::string& UidMap() const { return uid_map_; }
+  const std::string& GidMap() const { return gid_map_; }
+
+  // One line per prepared step, for tests and for `--describe`-style debugging.
+  std::string Describe() const;
+
+ private:
+  friend Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec);
+  LaunchPlan() = default;
+  void BuildView();
+
+  SandboxSpec spec_;
+  std::vector<MountOp> mounts_;
+  std::vector<MountOpView> mount_views_;
+  std::vector<RlimitView> rlimits_;
+  std::string uid_map_, gid_map_;
+  std::string workdir_, program_path_, exec_path_;
+  std::vector<std::string> argv_, env_;
+  std::vector<const char*> argv_ptrs_, env_ptrs_;
+  cap_t empty_caps_ = nullptr;
+  PlanView view_{};
+};
+
+// Validates the spec against the host (the rootfs exists and has its mount points and
+// interpreter) and prepares the plan. Errors name the problem and the fix.
+Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec);
+
+// Paths inside the sandbox.
+inline constexpr const char* kWorkspaceDir = "/tmp";
+inline constexpr const char* kProgramPath = "/tmp/main.py";
+
+}  // namespace mcpexec::sandbox

@@ -1,0 +1,23 @@
+#include "sandbox/run_result.h"
+
+#include <string.h>
+#include <sys/wait.h>
+
+namespace mcpexec::sandbox {
+
+void ApplyWaitStatus(int wait_status, RunResult& result) {
+  if (WIFSIGNALED(wait_status)) {
+    result.signal = WTERMSIG(wait_status);
+    result.exit_code = 128 + WTERMSIG(wait_status);
+  } else {
+    result.signal.reset();
+    result.exit_code = WEXITSTATUS(wait_status);
+  }
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "SIG" + std::to_string(sig);
+}
+
+}  // namespace mcpexec::sandbox

@@ -1,0 +1,40 @@
+// What a finished run produced. An outcome, not an error: a program that exits non-zero, dies
+// of a signal or runs out of time still "ran".
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace mcpexec::sandbox {
+
+// A program and its input, given to a prepared sandbox.
+struct Program {
+  std::string code;
+  std::string stdin_data;
+};
+
+struct RunLimits {
+  std::chrono::milliseconds timeout{30'000};
+  size_t max_output_bytes = 1 << 20;
+};
+
+struct RunResult {
+  std::string stdout_data;  // raw bytes, possibly not UTF-8
+  std::string stderr_data;
+  // The program's exit status; 128 + N when it died of signal N (as shells and Docker report
+  // it); -1 when it ran out of time (the seed's contract).
+  int exit_code = 0;
+  std::optional<int> signal;
+  std::chrono::milliseconds duration{0};
+  bool truncated = false;
+  bool timed_out = false;
+};
+
+// Fills exit_code and signal from a wait(2) status.
+void ApplyWaitStatus(int wait_status, RunResult& result);
+
+// "SIGKILL" for 9; "SIG<n>" for numbers without a name.
+std::string SignalName(int sig);
+
+}  // namespace mcpexec::sandbox

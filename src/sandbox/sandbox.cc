@@ -1,0 +1,118 @@
+#include "sandbox/sandbox.h"
+
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/sys.h"
+#include "sandbox/child/child.h"
+#include "sandbox/setup_error.h"
+
+namespace mcpexec::sandbox {
+namespace {
+
+constexpr uint64_t kNamespaceFlags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                     CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+
+Result<void> WriteIdMaps(pid_t pid, const LaunchPlan& plan) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  // An unprivileged writer may map its own gid only after denying setgroups(2)
+  // (user_namespaces(7), "Interaction with system calls that change process UIDs or GIDs").
+  if (!plan.Spec().privileged_id_mapping) {
+    MCPEXEC_RETURN_IF_ERROR(WriteProcFile(proc + "/setgroups", "deny"));
+  }
+  MCPEXEC_RETURN_IF_ERROR(WriteProcFile(proc + "/gid_map", plan.GidMap()));
+  return WriteProcFile(proc + "/uid_map", plan.UidMap());
+}
+
+// Reads one report, waiting at most until `deadline`. nullopt on EOF.
+Result<std::optional<ChildReport>> ReadReport(int fd,
+                                              std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return MakeError(ErrorCode::kDeadlineExceeded, "sandbox set-up did not finish in time");
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    const int n = poll(&pfd, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(ErrorCode::kInternal, "poll(set-up report)");
+    if (n == 0) continue;
+    ChildReport report;
+    const ssize_t got = read(fd, &report, sizeof report);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Errno(ErrorCode::kInternal, "read(set-up report)");
+    if (got == 0) return std::optional<ChildReport>();
+    if (got != sizeof report) {
+      return MakeError(ErrorCode::kInternal, "short set-up report from the sandbox");
+    }
+    return std::optional<ChildReport>(report);
+  }
+}
+
+}  // namespace
+
+Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
+                                std::chrono::milliseconds setup_timeout) {
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe report, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe go, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe program, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  const ChildFdSources sources{{in.read.Get(), out.write.Get(), err.write.Get(),
+                                report.write.Get(), go.read.Get(), program.read.Get()}};
+  const PlanView& view = plan->View();
+
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = kNamespaceFlags | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  const long pid = syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) RunSandboxInit(view, sources);
+  if (pid < 0) return CloneError(errno, ReadUsernsFacts());
+
+  Sandbox sandbox;
+  sandbox.init_ = ChildProcess(static_cast<pid_t>(pid), UniqueFd(pidfd));
+  sandbox.plan_ = std::move(plan);
+  // Close the child's ends here so that EOF means the sandbox is gone.
+  report.write.Reset();
+  go.read.Reset();
+  program.read.Reset();
+  in.read.Reset();
+  out.write.Reset();
+  err.write.Reset();
+
+  if (auto mapped = WriteIdMaps(static_cast<pid_t>(pid), *sandbox.plan_); !mapped.ok()) {
+    return IdMapError(mapped.error(), ReadUsernsFacts());
+  }
+  MCPEXEC_RETURN_IF_ERROR(WriteAll(go.write.Get(), "g"));
+
+  const auto deadline = std::chrono::steady_clock::now() + setup_timeout;
+  MCPEXEC_ASSIGN_OR_RETURN(std::optional<ChildReport> first,
+                           ReadReport(report.read.Get(), deadline));
+  if (first && first->type == ReportType::kReady) {
+    sandbox.report_ = std::move(report.read);
+    sandbox.program_ = std::move(program.write);
+    sandbox.stdin_ = std::move(in.write);
+    sandbox.stdout_ = std::move(out.read);
+    sandbox.stderr_ = std::move(err.read);
+    return sandbox;
+  }
+  if (first && first->type == ReportType::kFailure) {
+    (void)sandbox.init_.Wait();
+    return ChildError(*sandbox.plan_, *first, ReadUsernsFacts());
+  }
+  auto status = sandbox.init_.Wait();
+  return MakeError(ErrorCode::kInternal,
+                   "the sandbox's init ended during set-up without a report (wait status " +
+                       (status.ok() ? std::to_string(*status) : status.error().message) + ")");
+}
+
+}  // namespace mcpexec::sandbox

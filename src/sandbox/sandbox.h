@@ -1,0 +1,57 @@
+// Sandbox: one prepared sandbox. Create() builds it (namespaces, mounts, ids, capabilities)
+// and leaves its init waiting for a program; Run() gives it the program and supervises it to
+// the end. The two steps are separate so that sandboxes can be prepared ahead of demand.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "sandbox/child_process.h"
+#include "sandbox/plan.h"
+#include "sandbox/run_result.h"
+
+namespace mcpexec::sandbox {
+
+class Sandbox {
+ public:
+  // Clones the sandbox's init into new user, mount, pid, net, ipc, uts and cgroup namespaces
+  // and waits until it has finished set-up or failed (within `setup_timeout`). Errors say what
+  // failed and how to fix it.
+  //
+  // The kernel kills the sandbox when the *thread* that created it exits (PR_SET_PDEATHSIG),
+  // so create sandboxes from threads that outlive them. Thread-safe: any number of threads may
+  // create sandboxes from one plan at once.
+  static Result<Sandbox> Create(std::shared_ptr<const LaunchPlan> plan,
+                                std::chrono::milliseconds setup_timeout =
+                                    std::chrono::seconds(30));
+
+  Sandbox(Sandbox&&) noexcept = default;
+  Sandbox& operator=(Sandbox&&) noexcept = default;
+  // Kills and reaps the sandbox if it has not been run to its end.
+  ~Sandbox() = default;
+
+  // Delivers the program and its stdin, pumps output, enforces the deadline and the output cap,
+  // and returns when every process of the sandbox is gone. Call once. A failure to start the
+  // program (an interpreter that cannot be executed, a program too large for the workspace) is
+  // an Error; anything the program does is a RunResult. Blocks SIGPIPE in the calling thread
+  // for its duration.
+  Result<RunResult> Run(const Program& program, const RunLimits& limits);
+
+  // Host pid of the sandbox's init (PID 1 inside).
+  pid_t InitPid() const { return init_.Pid(); }
+
+ private:
+  Sandbox() = default;
+
+  std::shared_ptr<const LaunchPlan> plan_;
+  ChildProcess init_;
+  UniqueFd report_;   // ChildReport records from init and the program
+  UniqueFd program_;  // the program text, then EOF
+  UniqueFd stdin_;
+  UniqueFd stdout_;
+  UniqueFd stderr_;
+};
+
+}  // namespace mcpexec::sandbox

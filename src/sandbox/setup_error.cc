@@ -1,0 +1,142 @@
+#include "sandbox/setup_error.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "base/sys.h"
+
+namespace mcpexec::sandbox {
+namespace {
+
+std::optional<long> ReadSysctl(const char* path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  return std::strtol(text->c_str(), nullptr, 10);
+}
+
+std::string ErrnoText(int err) {
+  const char* name = strerrorname_np(err);
+  return std::string(name ? name : "errno " + std::to_string(err)) + " (" + strerror(err) + ")";
+}
+
+const char* FixedStepName(ChildStep step) {
+  switch (step) {
+    case ChildStep::kSetupFds: return "arrange the sandbox's file descriptors";
+    case ChildStep::kSignals: return "reset signal handling";
+    case ChildStep::kDeathSignal: return "arm the parent-death signal";
+    case ChildStep::kWaitGo: return "wait for the supervisor (it went away)";
+    case ChildStep::kMountOp: return "mount";
+    case ChildStep::kHostname: return "set the hostname";
+    case ChildStep::kLoopback: return "bring up the loopback interface";
+    case ChildStep::kSetgroups: return "clear the supplementary groups";
+    case ChildStep::kSetgid: return "switch to the sandbox gid";
+    case ChildStep::kSetuid: return "switch to the sandbox uid";
+    case ChildStep::kChdir: return "enter the workspace";
+    case ChildStep::kDropBoundingCaps: return "drop the capability bounding set";
+    case ChildStep::kClearAmbientCaps: return "clear the ambient capabilities";
+    case ChildStep::kSetCaps: return "clear every capability set";
+    case ChildStep::kNoNewPrivs: return "set no_new_privs";
+    case ChildStep::kNotDumpable: return "make the sandbox init non-dumpable";
+    case ChildStep::kReceiveProgram: return "write the program to /tmp/main.py";
+    case ChildStep::kStartProgram: return "start the program";
+    case ChildStep::kSetsid: return "start a new session";
+    case ChildStep::kRlimit: return "set a resource limit";
+    case ChildStep::kSeccomp: return "load the seccomp filter";
+    case ChildStep::kExec: return "execute the interpreter";
+  }
+  return "an unknown step";
+}
+
+}  // namespace
+
+UsernsFacts ReadUsernsFacts() {
+  UsernsFacts f;
+  f.max_user_namespaces = ReadSysctl("/proc/sys/user/max_user_namespaces");
+  f.unprivileged_userns_clone = ReadSysctl("/proc/sys/kernel/unprivileged_userns_clone");
+  f.apparmor_restrict = ReadSysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+  f.root = geteuid() == 0;
+  return f;
+}
+
+std::string UsernsHint(const UsernsFacts& f) {
+  if (f.max_user_namespaces && *f.max_user_namespaces == 0) {
+    return "user namespaces are disabled: user.max_user_namespaces is 0. Fix: sysctl -w "
+           "user.max_user_namespaces=15000 (and set it in /etc/sysctl.d/ to keep it)";
+  }
+  if (!f.root && f.unprivileged_userns_clone && *f.unprivileged_userns_clone == 0) {
+    return "unprivileged user namespaces are disabled: kernel.unprivileged_userns_clone is 0. "
+           "Fix: sysctl -w kernel.unprivileged_userns_clone=1 (and set it in /etc/sysctl.d/)";
+  }
+  if (!f.root && f.apparmor_restrict && *f.apparmor_restrict == 1) {
+    return "AppArmor restricts unprivileged user namespaces "
+           "(kernel.apparmor_restrict_unprivileged_userns=1). Fix: install an AppArmor profile "
+           "for mcp-exec that grants 'userns,', or sysctl -w "
+           "kernel.apparmor_restrict_unprivileged_userns=0";
+  }
+  return "user namespaces are not available here: the limit on them may be reached "
+         "(user.max_user_namespaces), or a container runtime's seccomp or AppArmor profile "
+         "forbids them (run mcp-exec on the host, or give its container "
+         "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)";
+}
+
+Error CloneError(int err, const UsernsFacts& facts) {
+  if (err == ENOSYS) {
+    return Error{ErrorCode::kUnavailable, err,
+                 "cannot create the sandbox: clone3(2) is not supported; mcp-exec needs "
+                 "Linux 5.5 or newer"};
+  }
+  if (err == EAGAIN || err == ENOMEM) {
+    return Error{ErrorCode::kResourceExhausted, err,
+                 "cannot create the sandbox: clone3 failed with " + ErrnoText(err) +
+                     ": the host is out of processes or memory"};
+  }
+  return Error{ErrorCode::kUnavailable, err,
+               "cannot create the sandbox's namespaces: clone3 failed with " + ErrnoText(err) +
+                   ". " + UsernsHint(facts)};
+}
+
+Error IdMapError(const Error& cause, const UsernsFacts& facts) {
+  std::string fix = facts.root
+                        ? "check that the configured host uid/gid exist as numbers and are not 0"
+                        : UsernsHint(facts);
+  return Error{ErrorCode::kUnavailable, cause.sys_errno,
+               "cannot map the sandbox's user: " + cause.message + ". " + fix};
+}
+
+std::string StepName(const LaunchPlan& plan, const ChildReport& report) {
+  if (report.step == ChildStep::kMountOp && report.index < plan.MountOps().size()) {
+    const MountOp& op = plan.MountOps()[report.index];
+    return op.what + " (" + op.target + ")";
+  }
+  return FixedStepName(report.step);
+}
+
+Error ChildError(const LaunchPlan& plan, const ChildReport& report, const UsernsFacts& facts) {
+  const int err = report.sys_errno;
+  std::string message =
+      "sandbox set-up failed: could not " + StepName(plan, report) + ": " + ErrnoText(err);
+  ErrorCode code = ErrorCode::kUnavailable;
+  if (report.step == ChildStep::kReceiveProgram && (err == ENOSPC || err == EFBIG)) {
+    code = ErrorCode::kResourceExhausted;
+    message += ". The program is larger than the workspace; raise MCP_EXEC_WORKSPACE_BYTES";
+  } else if (report.step == ChildStep::kExec && err == ENOENT) {
+    code = ErrorCode::kNotFound;
+    message += ". The interpreter " + plan.ExecPath() +
+               " (or its ELF loader) is missing from the rootfs; rebuild it with "
+               "tools/build-rootfs or set MCP_EXEC_PYTHON";
+  } else if (report.step == ChildStep::kMountOp && (err == EPERM || err == EACCES)) {
+    message += ". Mounting inside the sandbox's user namespace was refused. " +
+               UsernsHint(facts) +
+               ". Inside a container, the host's /proc must not have paths mounted over it "
+               "for a fresh /proc to be allowed";
+  } else if (report.step == ChildStep::kMountOp && err == ENOENT) {
+    message += ". A path the sandbox needs is missing (rootfs " + plan.Spec().rootfs + ")";
+  } else if (report.step == ChildStep::kWaitGo) {
+    message = "sandbox set-up stopped: the supervisor went away before the sandbox started";
+  }
+  return Error{code, err, message};
+}
+
+}  // namespace mcpexec::sandbox

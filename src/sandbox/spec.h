@@ -1,0 +1,53 @@
+// SandboxSpec: what a sandbox is, as plain data. No syscalls here; Compile() (plan.h) turns a
+// spec into the prepared state a launch needs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mcpexec::sandbox {
+
+inline constexpr uid_t kSandboxUid = 65532;
+inline constexpr gid_t kSandboxGid = 65532;
+inline constexpr uint64_t kDefaultWorkspaceBytes = 64ull << 20;
+inline constexpr uint64_t kDefaultShmBytes = 64ull << 20;
+
+struct SandboxSpec {
+  // Host directory holding the Python root filesystem; mounted read-only as "/".
+  std::string rootfs;
+  // Interpreter: a bare name looked up in the rootfs's PATH, or an absolute path in the rootfs.
+  std::string python = "python3";
+
+  // The tmpfs mounted at /tmp: the program's cwd and HOME, and the only writable directory
+  // besides /dev/shm.
+  uint64_t workspace_bytes = kDefaultWorkspaceBytes;
+  uint64_t shm_bytes = kDefaultShmBytes;
+
+  // Ids inside the sandbox, and the host ids they map to. Outside ids come from
+  // ResolveHostIds(): the caller's own when rootless, a configured unprivileged pair when root.
+  uid_t inside_uid = kSandboxUid;
+  gid_t inside_gid = kSandboxGid;
+  uid_t outside_uid = 0;
+  gid_t outside_gid = 0;
+  // True when the launcher has CAP_SETUID/CAP_SETGID over the host ids (runs as root): then
+  // setgroups stays allowed and the child clears the supplementary groups it inherited.
+  bool privileged_id_mapping = false;
+
+  std::string hostname = "sandbox";
+};
+
+// Host-side identity of the sandbox's uid/gid 65532.
+struct HostIds {
+  uid_t uid;
+  gid_t gid;
+  bool privileged;
+};
+
+// When the process is root, returns {root_uid, root_gid, privileged=true}; the caller passes the
+// configured unprivileged pair (never 0). Otherwise the caller's own effective ids.
+HostIds ResolveHostIds(uid_t root_uid, gid_t root_gid);
+
+}  // namespace mcpexec::sandbox

@@ -1,0 +1,184 @@
+// Sandbox::Run: the supervisor's event loop for one run.
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string_view>
+
+#include "base/sys.h"
+#include "sandbox/output.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/setup_error.h"
+
+namespace mcpexec::sandbox {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After the sandbox's init is gone every process of the run is gone (its exit tears down the
+// PID namespace), so the pipes reach EOF at once; this only bounds a pathological drain.
+constexpr auto kDrainLimit = std::chrono::seconds(2);
+
+// Writes to a pipe whose reader died raise SIGPIPE, which would kill the whole server. Block it
+// in this thread while the run lasts and consume what our own writes raised.
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~ScopedSigpipeBlock() {
+    if (!sigismember(&old_, SIGPIPE)) {
+      sigset_t pending;
+      timespec zero{};
+      if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        sigtimedwait(&pipe_, nullptr, &zero);
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+};
+
+// Data still to be written to the sandbox; the fd closes once it is all written or the reader
+// is gone, which the program sees as EOF.
+struct Outgoing {
+  UniqueFd fd;
+  std::string_view data;
+
+  void Pump() {
+    while (!data.empty()) {
+      const ssize_t n = write(fd.Get(), data.data(), data.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      if (n < 0) break;  // EPIPE: the reader is gone; nothing more to deliver
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    fd.Reset();
+  }
+};
+
+// Reads what is available; resets `fd` at EOF.
+void Drain(UniqueFd& fd, Stream stream, CappedOutput& output) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd.Get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {
+      fd.Reset();
+      return;
+    }
+    output.Append(stream, std::string_view(buf, static_cast<size_t>(n)));
+    if (static_cast<size_t>(n) < sizeof buf) return;
+  }
+}
+
+int MillisUntil(Clock::time_point t) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now());
+  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), 60'000))) + 1;
+}
+
+}  // namespace
+
+Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits) {
+  if (!report_.Valid() || !plan_) {
+    return MakeError(ErrorCode::kInvalidArgument, "this sandbox has already run");
+  }
+  const std::shared_ptr<const LaunchPlan> plan = std::move(plan_);
+  ScopedSigpipeBlock no_sigpipe;
+  for (const UniqueFd* fd : {&program_, &stdin_, &stdout_, &stderr_}) {
+    MCPEXEC_RETURN_IF_ERROR(SetNonBlocking(fd->Get()));
+  }
+  Outgoing code{std::move(program_), program.code};
+  Outgoing input{std::move(stdin_), program.stdin_data};
+  CappedOutput output(limits.max_output_bytes);
+
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + limits.timeout;
+  std::optional<Clock::time_point> end, drain_until;
+  std::optional<int> program_status;
+  std::optional<ChildReport> failure;
+  bool timed_out = false;
+
+  code.Pump();
+  input.Pump();
+  while (!init_.Reaped() || stdout_.Valid() || stderr_.Valid() || report_.Valid()) {
+    const Clock::time_point now = Clock::now();
+    if (!init_.Reaped() && !program_status && !failure && !timed_out && now >= deadline) {
+      init_.Kill();  // init is PID 1: its death kills every process in the namespace
+      timed_out = true;
+      end = now;
+    }
+    if (init_.Reaped() && !drain_until) drain_until = now + kDrainLimit;
+    if (drain_until && now >= *drain_until) break;
+
+    pollfd pfds[6];
+    nfds_t n = 0;
+    auto watch = [&](const UniqueFd& fd, short events) {
+      if (fd.Valid()) pfds[n++] = pollfd{fd.Get(), events, 0};
+    };
+    watch(stdout_, POLLIN);
+    watch(stderr_, POLLIN);
+    watch(report_, POLLIN);
+    watch(code.fd, POLLOUT);
+    watch(input.fd, POLLOUT);
+    if (!init_.Reaped()) pfds[n++] = pollfd{init_.PidFd(), POLLIN, 0};
+    const int timeout_ms = drain_until ? MillisUntil(*drain_until)
+                           : timed_out ? -1
+                                       : MillisUntil(deadline);
+    if (poll(pfds, n, timeout_ms) < 0 && errno != EINTR) {
+      return Errno(ErrorCode::kInternal, "poll(sandbox)");
+    }
+
+    if (stdout_.Valid()) Drain(stdout_, Stream::kStdout, output);
+    if (stderr_.Valid()) Drain(stderr_, Stream::kStderr, output);
+    if (code.fd.Valid()) code.Pump();
+    if (input.fd.Valid() && !code.fd.Valid()) input.Pump();
+    for (nfds_t i = 0; i < n; ++i) {
+      if (pfds[i].fd == report_.Get() && pfds[i].revents != 0) {
+        ChildReport report;
+        const ssize_t got = read(report_.Get(), &report, sizeof report);
+        if (got == static_cast<ssize_t>(sizeof report) && report.type == ReportType::kExit) {
+          program_status = report.wait_status;
+          end = Clock::now();
+        } else if (got == static_cast<ssize_t>(sizeof report) &&
+                   report.type == ReportType::kFailure) {
+          failure = report;
+        } else if (got == 0 || (got < 0 && errno != EINTR)) {
+          report_.Reset();
+        }
+      } else if (pfds[i].fd == init_.PidFd() && pfds[i].revents != 0) {
+        MCPEXEC_RETURN_IF_ERROR(init_.Wait());
+        if (!end) end = Clock::now();
+      }
+    }
+  }
+  if (failure) return ChildError(*plan, *failure, ReadUsernsFacts());
+  RunResult result;
+  result.duration =
+      std::chrono::duration_cast<std::chrono::milliseconds>(end.value_or(Clock::now()) - start);
+  result.truncated = output.Truncated();
+  result.stdout_data = output.TakeStdout();
+  result.stderr_data = output.TakeStderr();
+  if (timed_out) {
+    result.timed_out = true;
+    result.exit_code = -1;
+  } else if (program_status) {
+    ApplyWaitStatus(*program_status, result);
+  } else if (init_.WaitStatus()) {
+    // init died without reporting the program's end: killed from outside (or by the OOM
+    // killer); report how it died.
+    ApplyWaitStatus(*init_.WaitStatus(), result);
+  }
+  return result;
+}
+
+}  // namespace mcpexec::sandbox

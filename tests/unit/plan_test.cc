@@ -1,0 +1,167 @@
+#include "sandbox/plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../support/temp_dir.h"
+
+namespace mcpexec::sandbox {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// A directory that looks enough like a rootfs for Compile(): mount points and an interpreter.
+class FakeRootfs {
+ public:
+  FakeRootfs() {
+    for (const char* d : {"proc", "dev", "tmp", "usr/bin"}) fs::create_directories(Root() + "/" + d);
+    std::ofstream(Root() + "/usr/bin/python3") << "#!/bin/false\n";
+    fs::permissions(Root() + "/usr/bin/python3", fs::perms::owner_all);
+  }
+  std::string Root() const { return dir_.Path(); }
+
+ private:
+  testing::TempDir dir_;
+};
+
+SandboxSpec SpecFor(const std::string& root) {
+  SandboxSpec spec;
+  spec.rootfs = root;
+  spec.outside_uid = 1000;
+  spec.outside_gid = 1000;
+  return spec;
+}
+
+const MountOp* FindOp(const LaunchPlan& plan, const std::string& what) {
+  for (const MountOp& op : plan.MountOps()) {
+    if (op.what == what) return &op;
+  }
+  return nullptr;
+}
+
+TEST(Compile, MapsTheSandboxUserToTheHostIds) {
+  FakeRootfs rootfs;
+  auto plan = Compile(SpecFor(rootfs.Root()));
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ((*plan)->UidMap(), "65532 1000 1\n");
+  EXPECT_EQ((*plan)->GidMap(), "65532 1000 1\n");
+  EXPECT_EQ((*plan)->View().uid, 65532u);
+  EXPECT_FALSE((*plan)->View().clear_groups);
+}
+
+TEST(Compile, RootfsIsBoundReadOnlyNosuidNodevThenPivoted) {
+  FakeRootfs rootfs;
+  auto plan = Compile(SpecFor(rootfs.Root()));
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const MountOp* ro = FindOp(**plan, "make the rootfs read-only, nosuid, nodev");
+  ASSERT_NE(ro, nullptr);
+  EXPECT_EQ(ro->flags & (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REMOUNT | MS_BIND),
+            MS_RDONLY | MS_NOSUID | MS_NODEV | MS_REMOUNT | MS_BIND);
+  const auto& ops = (*plan)->MountOps();
+  EXPECT_EQ(ops.front().flags, static_cast<unsigned long>(MS_REC | MS_PRIVATE));
+  EXPECT_EQ(ops.back().kind, MountOpKind::kPivotRoot);
+  EXPECT_EQ(ops.back().target, fs::canonical(rootfs.Root()).string());
+}
+
+TEST(Compile, WorkspaceIsASizedTmpfsOwnedByTheSandboxUser) {
+  FakeRootfs rootfs;
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.workspace_bytes = 12345678;
+  auto plan = Compile(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const MountOp* ws = FindOp(**plan, "mount the workspace tmpfs on /tmp");
+  ASSERT_NE(ws, nullptr);
+  EXPECT_EQ(ws->fstype, "tmpfs");
+  EXPECT_THAT(ws->data, HasSubstr("size=12345678"));
+  EXPECT_THAT(ws->data, HasSubstr("uid=65532"));
+  EXPECT_EQ(ws->flags & (MS_NOSUID | MS_NODEV), static_cast<unsigned long>(MS_NOSUID | MS_NODEV));
+}
+
+TEST(Compile, ProcIsFreshWithSensitivePathsMaskedOrReadOnly) {
+  FakeRootfs rootfs;
+  auto plan = Compile(SpecFor(rootfs.Root()));
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const std::string d = (*plan)->Describe();
+  EXPECT_THAT(d, HasSubstr("mount a fresh /proc: proc -> "));
+  EXPECT_THAT(d, HasSubstr("mask /proc/kcore: /dev/null -> "));
+  EXPECT_THAT(d, HasSubstr("make /proc/sys read-only"));
+  EXPECT_THAT(d, HasSubstr("make /proc/sysrq-trigger read-only"));
+  for (const char* dev : {"null", "zero", "full", "random", "urandom"}) {
+    EXPECT_THAT(d, HasSubstr(std::string("bind the host's /dev/") + dev));
+  }
+  EXPECT_THAT(d, HasSubstr("make /dev read-only"));
+}
+
+TEST(Compile, EnvironmentIsCleanAndFixed) {
+  FakeRootfs rootfs;
+  auto plan = Compile(SpecFor(rootfs.Root()));
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  std::vector<std::string> env;
+  for (const char* const* e = (*plan)->View().envp; *e != nullptr; ++e) env.emplace_back(*e);
+  EXPECT_THAT(env, ::testing::UnorderedElementsAre(
+                       "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8",
+                       "MPLBACKEND=Agg", "PYTHONDONTWRITEBYTECODE=1"));
+  EXPECT_STREQ((*plan)->View().argv[0], "/usr/bin/python3");
+  EXPECT_STREQ((*plan)->View().argv[1], "/tmp/main.py");
+  EXPECT_EQ((*plan)->View().argv[2], nullptr);
+}
+
+TEST(Compile, RootModeClearsGroups) {
+  FakeRootfs rootfs;
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.privileged_id_mapping = true;
+  spec.outside_uid = 65532;
+  spec.outside_gid = 65532;
+  auto plan = Compile(spec);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_TRUE((*plan)->View().clear_groups);
+  EXPECT_THAT((*plan)->Describe(), HasSubstr("setgroups allow, cleared by the child"));
+}
+
+TEST(Compile, RefusesHostRoot) {
+  FakeRootfs rootfs;
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.outside_uid = 0;
+  auto plan = Compile(spec);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.error().message, HasSubstr("host uid or gid 0"));
+}
+
+TEST(Compile, MissingRootfsSaysHowToBuildIt) {
+  auto plan = Compile(SpecFor("/nonexistent/rootfs"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().code, ErrorCode::kNotFound);
+  EXPECT_THAT(plan.error().message, HasSubstr("rootfs /nonexistent/rootfs"));
+  EXPECT_THAT(plan.error().message, HasSubstr("tools/build-rootfs"));
+  EXPECT_THAT(plan.error().message, HasSubstr("MCP_EXEC_ROOTFS"));
+}
+
+TEST(Compile, IncompleteRootfsNamesTheMissingDirectory) {
+  FakeRootfs rootfs;
+  fs::remove(rootfs.Root() + "/tmp");
+  auto plan = Compile(SpecFor(rootfs.Root()));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.error().message, HasSubstr("has no /tmp directory"));
+}
+
+TEST(Compile, InterpreterMustExistInTheRootfs) {
+  FakeRootfs rootfs;
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.python = "python9";
+  auto plan = Compile(spec);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.error().message, HasSubstr("interpreter 'python9'"));
+  EXPECT_THAT(plan.error().message, HasSubstr("MCP_EXEC_PYTHON"));
+  spec.python = "bin/python3";
+  EXPECT_FALSE(Compile(spec).ok());
+  spec.python = "/usr/bin/python3";
+  EXPECT_TRUE(Compile(spec).ok());
+}
+
+}  // namespace
+}  // namespace mcpexec::sandbox

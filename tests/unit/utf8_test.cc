@@ -1,0 +1,46 @@
+#include "base/utf8.h"
+
+#include <gtest/gtest.h>
+
+namespace mcpexec {
+namespace {
+
+const std::string kFffd = "\xEF\xBF\xBD";
+
+TEST(RepairUtf8, KeepsValidText) {
+  const std::string text = "plain ascii, caf\xC3\xA9, \xE2\x82\xAC, \xF0\x9F\x98\x80";
+  EXPECT_EQ(RepairUtf8(text), text);
+}
+
+TEST(RepairUtf8, ReplacesStrayBytes) {
+  EXPECT_EQ(RepairUtf8("a\xFF" "b"), "a" + kFffd + "b");
+  EXPECT_EQ(RepairUtf8("\x80\x80"), kFffd + kFffd);
+}
+
+TEST(RepairUtf8, ReplacesOverlongsSurrogatesAndOutOfRange) {
+  EXPECT_EQ(RepairUtf8("\xC0\xAF"), kFffd + kFffd);          // overlong '/'
+  EXPECT_EQ(RepairUtf8("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // U+D800
+  EXPECT_EQ(RepairUtf8("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
+}
+
+TEST(RepairUtf8, ReplacesATruncatedSequenceWithOneCharacter) {
+  EXPECT_EQ(RepairUtf8("x\xE2\x82"), "x" + kFffd);
+  EXPECT_EQ(RepairUtf8("\xE2\x82" "y"), kFffd + "y");
+}
+
+TEST(RepairUtf8, KeepsNulBytes) {
+  EXPECT_EQ(RepairUtf8(std::string("a\0b", 3)), std::string("a\0b", 3));
+}
+
+TEST(Utf8SafeCut, NeverSplitsACharacter) {
+  const std::string euro = "ab\xE2\x82\xAC";
+  EXPECT_EQ(Utf8SafeCut(euro, 5), 5u);
+  EXPECT_EQ(Utf8SafeCut(euro, 4), 2u);
+  EXPECT_EQ(Utf8SafeCut(euro, 3), 2u);
+  EXPECT_EQ(Utf8SafeCut(euro, 2), 2u);
+  EXPECT_EQ(Utf8SafeCut(euro, 10), 5u);
+  EXPECT_EQ(Utf8SafeCut("\xFF\xFF\xFF", 2), 2u);  // garbage is cut where asked
+}
+
+}  // namespace
+}  // namespace mcpexec
