@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 namespace mcpexec::sandbox {
@@ -31,6 +32,13 @@ constexpr std::pair<const char*, const char*> kDevSymlinks[] = {{"/proc/self/fd"
                                                                 {"/proc/self/fd/0", "stdin"},
                                                                 {"/proc/self/fd/1", "stdout"},
                                                                 {"/proc/self/fd/2", "stderr"}};
+
+// Files a rootfs may ship to be copied into every fresh workspace (HOME), like /etc/skel:
+// tools/build-rootfs puts matplotlib's font cache there, which matplotlib only reads from a
+// writable directory.
+constexpr const char* kHomeSkeleton = "/usr/share/mcp-exec/home";
+constexpr size_t kMaxSkeletonEntries = 64;
+constexpr uintmax_t kMaxSkeletonBytes = 1 << 20;
 
 constexpr unsigned long kProcFlags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
 constexpr unsigned long kRoRemount = MS_BIND | MS_REMOUNT | MS_RDONLY;
@@ -157,8 +165,40 @@ void AddDevOps(const std::string& dev, uint64_t shm_bytes, std::vector<MountOp>&
   ops.push_back(Mount("", dev, "", kRoRemount | kDevFlags, "", "make /dev read-only"));
 }
 
-std::vector<MountOp> BuildMountOps(const SandboxSpec& spec, const std::string& root,
-                                   unsigned long rootfs_locked) {
+Result<void> AddHomeSkeletonOps(const std::string& root, std::vector<MountOp>& ops) {
+  namespace fs = std::filesystem;
+  const fs::path skeleton = root + kHomeSkeleton;
+  std::error_code ec;
+  if (!fs::is_directory(skeleton, ec)) return Ok();
+  size_t entries = 0;
+  uintmax_t bytes = 0;
+  for (auto it = fs::recursive_directory_iterator(skeleton, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string rel = it->path().lexically_relative(skeleton).string();
+    const std::string target = root + kWorkspaceDir + "/" + rel;
+    const std::string what = "copy " + std::string(kHomeSkeleton) + "/" + rel + " into HOME";
+    if (it->is_directory(ec)) {
+      ops.push_back(Simple(MountOpKind::kMkdir, "", target, 0755, what));
+    } else if (it->is_regular_file(ec) && !it->is_symlink(ec)) {
+      bytes += it->file_size(ec);
+      ops.push_back(Simple(MountOpKind::kCopyFile, it->path().string(), target, 0644, what));
+    } else {
+      continue;
+    }
+    if (++entries > kMaxSkeletonEntries || bytes > kMaxSkeletonBytes) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "the rootfs's " + std::string(kHomeSkeleton) +
+                           " is too large to copy into every workspace (limits: " +
+                           std::to_string(kMaxSkeletonEntries) + " entries, " +
+                           std::to_string(kMaxSkeletonBytes) + " bytes)");
+    }
+  }
+  if (ec) return Errno(ErrorCode::kInternal, "read " + skeleton.string());
+  return Ok();
+}
+
+Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::string& root,
+                                           unsigned long rootfs_locked) {
   std::vector<MountOp> ops;
   ops.push_back(Mount("", "/", "", MS_REC | MS_PRIVATE, "",
                       "make every mount private to the sandbox"));
@@ -172,6 +212,7 @@ std::vector<MountOp> BuildMountOps(const SandboxSpec& spec, const std::string& r
                           ",uid=" + std::to_string(spec.inside_uid) +
                           ",gid=" + std::to_string(spec.inside_gid),
                       "mount the workspace tmpfs on /tmp"));
+  MCPEXEC_RETURN_IF_ERROR(AddHomeSkeletonOps(root, ops));
   ops.push_back(Simple(MountOpKind::kPivotRoot, "", root, 0, "pivot_root into the rootfs"));
   return ops;
 }
@@ -182,6 +223,7 @@ const char* KindName(MountOpKind kind) {
     case MountOpKind::kMkdir: return "mkdir";
     case MountOpKind::kTouch: return "touch";
     case MountOpKind::kSymlink: return "symlink";
+    case MountOpKind::kCopyFile: return "copy";
     case MountOpKind::kPivotRoot: return "pivot_root";
   }
   return "?";
@@ -274,7 +316,7 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec) {
   std::shared_ptr<LaunchPlan> plan(new LaunchPlan());
   plan->spec_ = spec;
   plan->spec_.rootfs = root;
-  plan->mounts_ = BuildMountOps(spec, root, LockedFlags(st));
+  MCPEXEC_ASSIGN_OR_RETURN(plan->mounts_, BuildMountOps(spec, root, LockedFlags(st)));
   plan->uid_map_ = std::to_string(spec.inside_uid) + " " + std::to_string(spec.outside_uid) + " 1\n";
   plan->gid_map_ = std::to_string(spec.inside_gid) + " " + std::to_string(spec.outside_gid) + " 1\n";
   plan->workdir_ = kWorkspaceDir;

@@ -165,3 +165,39 @@ TEST(Compile, InterpreterMustExistInTheRootfs) {
 
 }  // namespace
 }  // namespace mcpexec::sandbox
+
+namespace mcpexec::sandbox {
+namespace {
+
+TEST(Compile, HomeSkeletonIsCopiedIntoTheWorkspace) {
+  FakeRootfs rootfs;
+  const std::string skel = rootfs.Root() + "/usr/share/mcp-exec/home";
+  fs::create_directories(skel + "/.cache/matplotlib");
+  std::ofstream(skel + "/.cache/matplotlib/fontlist.json") << "{}";
+  auto plan = Compile(SpecFor(rootfs.Root()));
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const std::string root = fs::canonical(rootfs.Root()).string();
+  const MountOp* copy = FindOp(**plan, "copy /usr/share/mcp-exec/home/.cache/matplotlib/fontlist.json into HOME");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->kind, MountOpKind::kCopyFile);
+  EXPECT_EQ(copy->target, root + "/tmp/.cache/matplotlib/fontlist.json");
+  const MountOp* dir = FindOp(**plan, "copy /usr/share/mcp-exec/home/.cache into HOME");
+  ASSERT_NE(dir, nullptr);
+  EXPECT_EQ(dir->kind, MountOpKind::kMkdir);
+  // Directories come before what they hold, and everything before pivot_root.
+  EXPECT_LT(dir, copy);
+  EXPECT_EQ((*plan)->MountOps().back().kind, MountOpKind::kPivotRoot);
+}
+
+TEST(Compile, OversizedHomeSkeletonIsRefused) {
+  FakeRootfs rootfs;
+  const std::string skel = rootfs.Root() + "/usr/share/mcp-exec/home";
+  fs::create_directories(skel);
+  for (int i = 0; i < 70; ++i) std::ofstream(skel + "/f" + std::to_string(i)) << "x";
+  auto plan = Compile(SpecFor(rootfs.Root()));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.error().message, HasSubstr("too large to copy into every workspace"));
+}
+
+}  // namespace
+}  // namespace mcpexec::sandbox

@@ -97,6 +97,38 @@ int PivotRoot(const char* new_root) noexcept {
   return chdir("/");
 }
 
+int CopyFile(const char* source, const char* target, mode_t mode) noexcept {
+  const int in = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (in < 0) return -1;
+  const int out = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (out < 0) {
+    close(in);
+    return -1;
+  }
+  char buf[8192];
+  int result = 0;
+  for (;;) {
+    const ssize_t n = read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      result = static_cast<int>(n);
+      break;
+    }
+    for (ssize_t done = 0; done < n && result == 0;) {
+      const ssize_t w = write(out, buf + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) result = -1;
+      else done += w;
+    }
+    if (result != 0) break;
+  }
+  const int saved = errno;
+  close(in);
+  if (close(out) != 0 && result == 0) return -1;
+  errno = saved;
+  return result;
+}
+
 int ApplyMountOp(const MountOpView& op) noexcept {
   switch (op.kind) {
     case MountOpKind::kMount:
@@ -111,6 +143,8 @@ int ApplyMountOp(const MountOpView& op) noexcept {
     }
     case MountOpKind::kSymlink:
       return symlink(op.source, op.target);
+    case MountOpKind::kCopyFile:
+      return CopyFile(op.source, op.target, op.mode);
     case MountOpKind::kPivotRoot:
       return PivotRoot(op.target);
   }
@@ -182,8 +216,7 @@ void ReceiveProgram(const PlanView& plan) noexcept {
 [[noreturn]] void ExecProgram(const PlanView& plan) noexcept {
   if (setsid() < 0) Fail(ChildStep::kSetsid);
   for (size_t i = 0; i < plan.rlimit_count; ++i) {
-    if (setrlimit(static_cast<__rlimit_resource>(plan.rlimits[i].resource),
-                  &plan.rlimits[i].limit) != 0) {
+    if (setrlimit(plan.rlimits[i].resource, &plan.rlimits[i].limit) != 0) {
       Fail(ChildStep::kRlimit, static_cast<uint32_t>(i));
     }
   }

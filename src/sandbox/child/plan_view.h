@@ -18,6 +18,7 @@ enum class MountOpKind : uint8_t {
   kMkdir,      // mkdir(target, mode)
   kTouch,      // create an empty file at target (a bind-mount target), mode
   kSymlink,    // symlink(source, target)
+  kCopyFile,   // copy the regular file source to a new file target, mode
   kPivotRoot,  // chdir(target); pivot_root(".", "."); detach the old root; chdir("/")
 };
 
