@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <net/if.h>
+#include <poll.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/capability.h>
@@ -83,6 +84,18 @@ void WaitForParent() noexcept {
   } while (n < 0 && errno == EINTR);
   if (n != 1) {
     errno = n == 0 ? EPIPE : errno;
+    Fail(ChildStep::kWaitGo);
+  }
+}
+
+// A change of effective ids clears PDEATHSIG (prctl(2)), so it is armed again after SetIds.
+// The parent keeps its end of the go pipe open until set-up is over, so a hang-up on it means
+// the parent died in between.
+void RearmDeathSignal() noexcept {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Fail(ChildStep::kDeathSignal);
+  pollfd pfd{kFdGo, POLLIN, 0};
+  if (poll(&pfd, 1, 0) != 0) {
+    errno = EPIPE;
     Fail(ChildStep::kWaitGo);
   }
   close(kFdGo);
@@ -261,6 +274,7 @@ void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept {
   // Ids first: files the set-up creates (the /dev nodes' mount points) must belong to a mapped
   // uid, and leaving a host uid that is not the namespace's root keeps the capabilities.
   SetIds(plan);
+  RearmDeathSignal();
   ApplyMounts(plan);
   if (sethostname(plan.hostname, plan.hostname_len) != 0) Fail(ChildStep::kHostname);
   BringUpLoopback();
