@@ -76,7 +76,10 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   args.exit_signal = SIGCHLD;
   const long pid = syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) RunSandboxInit(view, sources);
-  if (pid < 0) return CloneError(errno, ReadUsernsFacts());
+  if (pid < 0) {
+    const int clone_errno = errno;  // ReadUsernsFacts() opens files and may change errno
+    return CloneError(clone_errno, ReadUsernsFacts());
+  }
 
   Sandbox sandbox;
   sandbox.init_ = ChildProcess(static_cast<pid_t>(pid), UniqueFd(pidfd));
@@ -92,6 +95,8 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   if (auto mapped = WriteIdMaps(static_cast<pid_t>(pid), *sandbox.plan_); !mapped.ok()) {
     return IdMapError(mapped.error(), ReadUsernsFacts());
   }
+  // `go.write` stays open until Create() returns: the child takes a hang-up on it as the
+  // parent's death while it re-arms PDEATHSIG.
   MCPEXEC_RETURN_IF_ERROR(WriteAll(go.write.Get(), "g"));
 
   const auto deadline = std::chrono::steady_clock::now() + setup_timeout;
