@@ -1,0 +1,70 @@
+// The rootfs's Python packages work inside the sandbox (read-only rootfs, no network,
+// HOME=/tmp, MPLBACKEND=Agg).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../support/sandbox_test.h"
+
+namespace mcpexec::testing {
+namespace {
+
+using nlohmann::json;
+
+class PythonStackTest : public SandboxTest {
+ protected:
+  json RunJson(const std::string& code) {
+    const Outcome r = runner_.RunCode(code, {"--timeout", "60"});
+    EXPECT_TRUE(IsRunResult(r));
+    EXPECT_EQ(r.exit_status, 0) << r.Describe();
+    const json j = r.ProgramJson();
+    EXPECT_TRUE(j.is_object()) << r.Describe();
+    return j.is_object() ? j : json::object();
+  }
+};
+
+TEST_P(PythonStackTest, NumpyPandasAndMatplotlibWork) {
+  const json j = RunJson(R"py(
+import json
+import numpy as np
+import pandas as pd
+import matplotlib
+import matplotlib.pyplot as plt
+a = np.arange(10)
+df = pd.DataFrame({"x": a, "y": a ** 2})
+plt.plot(df.x, df.y)
+plt.savefig("plot.png")
+print(json.dumps({"backend": matplotlib.get_backend().lower(), "sum": int(df.y.sum()),
+                  "mean": float(np.mean(a)), "png": open("/tmp/plot.png", "rb").read(8).hex()}))
+)py");
+  EXPECT_EQ(j["backend"], "agg");
+  EXPECT_EQ(j["sum"], 285);
+  EXPECT_EQ(j["mean"], 4.5);
+  EXPECT_EQ(j["png"], "89504e470d0a1a0a") << "plot.png does not start with the PNG signature";
+}
+
+TEST_P(PythonStackTest, YamlJinja2AndPillowWork) {
+  const json j = RunJson(R"py(
+import json
+import jinja2
+import yaml
+from PIL import Image
+Image.new("RGB", (4, 3), (255, 0, 0)).save("/tmp/red.png")
+back = Image.open("/tmp/red.png")
+print(json.dumps({
+    "yaml": yaml.safe_load("a: [1, 2]\nb: {c: x}"),
+    "jinja2": jinja2.Template("Hello {{ name }}!").render(name="sandbox"),
+    "format": back.format, "size": list(back.size), "pixel": list(back.getpixel((1, 1))),
+}))
+)py");
+  EXPECT_EQ(j["yaml"], json::parse(R"py({"a": [1, 2], "b": {"c": "x"}})py"));
+  EXPECT_EQ(j["jinja2"], "Hello sandbox!");
+  EXPECT_EQ(j["format"], "PNG");
+  EXPECT_EQ(j["size"], json({4, 3}));
+  EXPECT_EQ(j["pixel"], json({255, 0, 0}));
+}
+
+MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(PythonStackTest);
+
+}  // namespace
+}  // namespace mcpexec::testing
