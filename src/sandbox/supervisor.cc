@@ -173,10 +173,17 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits) 
     result.exit_code = -1;
   } else if (program_status) {
     ApplyWaitStatus(*program_status, result);
-  } else if (init_.WaitStatus()) {
-    // init died without reporting the program's end: killed from outside (or by the OOM
-    // killer); report how it died.
-    ApplyWaitStatus(*init_.WaitStatus(), result);
+  } else {
+    // Init cannot be signalled from inside the sandbox, so it was killed from outside (or by
+    // the OOM killer) and the program's fate is unknown: not a result to report as the
+    // program's.
+    RunResult died;
+    ApplyWaitStatus(init_.WaitStatus().value_or(0), died);
+    return MakeError(ErrorCode::kUnavailable,
+                     "the sandbox's init died before the program finished (" +
+                         (died.signal ? "killed by " + SignalName(*died.signal)
+                                      : "exit status " + std::to_string(died.exit_code)) +
+                         "), killed from outside the sandbox or by the OOM killer");
   }
   return result;
 }

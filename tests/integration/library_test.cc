@@ -70,6 +70,16 @@ TEST_F(SandboxLibraryTest, DestroyingAnUnrunSandboxKillsItsInit) {
   EXPECT_EQ(errno, ESRCH);
 }
 
+TEST_F(SandboxLibraryTest, APreparedSandboxKilledFromOutsideIsAnErrorNotAResult) {
+  auto box = sandbox::Sandbox::Create(plan_);
+  ASSERT_TRUE(box.ok()) << box.error().message;
+  ASSERT_EQ(kill(box->InitPid(), SIGKILL), 0);
+  auto result = box->Run(sandbox::Program{"print(1)", ""}, sandbox::RunLimits{});
+  ASSERT_FALSE(result.ok()) << "exit_code " << result->exit_code;
+  EXPECT_THAT(result.error().message, HasSubstr("init died before the program finished"));
+  EXPECT_THAT(result.error().message, HasSubstr("SIGKILL"));
+}
+
 TEST_F(SandboxLibraryTest, RunIsRefusedTheSecondTime) {
   auto box = sandbox::Sandbox::Create(plan_);
   ASSERT_TRUE(box.ok()) << box.error().message;
