@@ -122,3 +122,25 @@ MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(RunContractTest);
 
 }  // namespace
 }  // namespace mcpexec::testing
+
+namespace mcpexec::testing {
+namespace {
+
+TEST_P(RunContractTest, VersionAndHelpDescribeTheCommand) {
+  const Outcome version = runner_.RunCommand({runner_.Binary(), "--version"});
+  EXPECT_EQ(version.exit_status, 0) << version.Describe();
+  EXPECT_THAT(version.out, ::testing::MatchesRegex("mcp-exec [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+
+  const Outcome help = runner_.RunCommand({runner_.Binary(), "run", "--help"});
+  EXPECT_EQ(help.exit_status, 0) << help.Describe();
+  for (const char* flag : {"--code", "--file", "--stdin", "--timeout", "--rootfs",
+                           "MCP_EXEC_MAX_OUTPUT_BYTES", "125"}) {
+    EXPECT_THAT(help.out, HasSubstr(flag));
+  }
+
+  const Outcome unknown = runner_.RunCommand({runner_.Binary(), "run", "--no-such-flag"});
+  EXPECT_EQ(unknown.exit_status, 2) << unknown.Describe();
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
