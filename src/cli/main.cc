@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/run_command.h"
+#include "cli/serve_command.h"
 
 #ifndef MCPEXEC_VERSION
 #error "MCPEXEC_VERSION must be defined by the build"
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   mcpexec::cli::RunOptions run_options;
   CLI::App* run = mcpexec::cli::AddRunCommand(app, run_options);
+  mcpexec::cli::ServeOptions serve_options;
+  CLI::App* serve = mcpexec::cli::AddServeCommand(app, serve_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -25,5 +28,8 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (run->parsed()) return mcpexec::cli::RunCommand(MCPEXEC_DEFAULT_ROOTFS, run_options);
+  if (serve->parsed()) {
+    return mcpexec::cli::ServeCommand(MCPEXEC_DEFAULT_ROOTFS, MCPEXEC_VERSION, serve_options);
+  }
   return 2;
 }

@@ -22,47 +22,11 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   run->add_option("--timeout", o.timeout_s,
                   "Wall-clock limit in seconds (default MCP_EXEC_DEFAULT_TIMEOUT_S, clamped to "
                   "[1, MCP_EXEC_MAX_TIMEOUT_S])");
-  run->add_option("--rootfs", o.rootfs, "Python rootfs directory (MCP_EXEC_ROOTFS)");
-  run->add_option("--python", o.python, "Interpreter inside the rootfs (MCP_EXEC_PYTHON)");
-  run->add_option("--max-output-bytes", o.max_output_bytes,
-                  "Cap on combined stdout+stderr (MCP_EXEC_MAX_OUTPUT_BYTES)");
-  run->add_option("--max-stdin-bytes", o.max_stdin_bytes,
-                  "Cap on stdin (MCP_EXEC_MAX_STDIN_BYTES)");
-  run->add_option("--workspace-bytes", o.workspace_bytes,
-                  "Size of the /tmp workspace tmpfs (MCP_EXEC_WORKSPACE_BYTES)");
-  run->add_option("--host-uid", o.host_uid,
-                  "When run as root: the unprivileged host uid the sandbox user maps to "
-                  "(MCP_EXEC_HOST_UID, default 65532)");
-  run->add_option("--host-gid", o.host_gid, "Likewise for the gid (MCP_EXEC_HOST_GID)");
+  AddConfigFlags(run, Command::kRun, o.config);
   run->footer(
       "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "
       "time; 125 when the sandbox could not be set up.");
   return run;
-}
-
-Result<config::Config> ResolveRunConfig(const std::string& default_rootfs,
-                                        const config::EnvLookup& env, const RunOptions& o) {
-  config::Config c = config::Defaults(default_rootfs);
-  MCPEXEC_RETURN_IF_ERROR(config::ApplyEnv(env, c));
-  // Flags win over the environment: overlay them as if they were variables.
-  const std::pair<const char*, std::optional<std::string>> flags[] = {
-      {"MCP_EXEC_ROOTFS", o.rootfs},
-      {"MCP_EXEC_PYTHON", o.python},
-      {"MCP_EXEC_MAX_OUTPUT_BYTES", o.max_output_bytes},
-      {"MCP_EXEC_MAX_STDIN_BYTES", o.max_stdin_bytes},
-      {"MCP_EXEC_WORKSPACE_BYTES", o.workspace_bytes},
-      {"MCP_EXEC_HOST_UID", o.host_uid ? std::optional(std::to_string(*o.host_uid)) : std::nullopt},
-      {"MCP_EXEC_HOST_GID", o.host_gid ? std::optional(std::to_string(*o.host_gid)) : std::nullopt},
-  };
-  auto from_flags = [&](const std::string& name) -> std::optional<std::string> {
-    for (const auto& [var, value] : flags) {
-      if (name == var) return value;
-    }
-    return std::nullopt;
-  };
-  MCPEXEC_RETURN_IF_ERROR(config::ApplyEnv(from_flags, c));
-  MCPEXEC_RETURN_IF_ERROR(config::Validate(c));
-  return c;
 }
 
 Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& o, std::istream& code_input) {
@@ -92,7 +56,7 @@ int ExitStatusFor(const sandbox::RunResult& result) {
 }
 
 int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
-  auto config = ResolveRunConfig(default_rootfs, config::ProcessEnv(), options);
+  auto config = ResolveConfig(default_rootfs, config::ProcessEnv(), options.config);
   if (!config.ok()) {
     std::cerr << "mcp-exec: " << config.error().message << "\n";
     return 2;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "cli/config_flags.h"
 #include "config/config.h"
 #include "exec/exec.h"
 #include "sandbox/run_result.h"
@@ -25,21 +26,11 @@ struct RunOptions {
   std::optional<std::string> source;  // positional: "-" reads the code from standard input
   std::optional<std::string> stdin_text;
   std::optional<long long> timeout_s;
-  std::optional<std::string> rootfs;
-  std::optional<std::string> python;
-  std::optional<std::string> max_output_bytes;
-  std::optional<std::string> max_stdin_bytes;
-  std::optional<std::string> workspace_bytes;
-  std::optional<long long> host_uid;
-  std::optional<long long> host_gid;
+  ConfigFlags config;
 };
 
 // Registers the `run` subcommand and its flags on `app`.
 CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);
-
-// Defaults, then the environment, then the flags; validated.
-Result<config::Config> ResolveRunConfig(const std::string& default_rootfs,
-                                        const config::EnvLookup& env, const RunOptions& options);
 
 // The request: code from --code, --file or "-" (exactly one), stdin from --stdin.
 Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& options, std::istream& code_input);

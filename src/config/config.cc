@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 
 namespace mcpexec::config {
 namespace {
@@ -44,6 +45,8 @@ EnvLookup ProcessEnv() {
 Config Defaults(const std::string& default_rootfs) {
   Config c;
   c.rootfs = default_rootfs;
+  const unsigned cpus = std::thread::hardware_concurrency();
+  c.max_concurrency = cpus == 0 ? 1 : static_cast<int>(cpus);
   return c;
 }
 
@@ -86,6 +89,19 @@ Result<uint64_t> ParseBytes(const std::string& text) {
   return static_cast<uint64_t>(*v) * unit;
 }
 
+namespace {
+
+Result<void> SetTransport(const std::string& name, const std::string& text, std::string& out) {
+  if (text != "stdio" && text != "http" && text != "sse") {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     name + ": '" + text + "' is not one of stdio, http, sse");
+  }
+  out = text;
+  return Ok();
+}
+
+}  // namespace
+
 Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
   struct Var {
     const char* name;
@@ -93,6 +109,16 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
   };
   constexpr long long kIdMax = std::numeric_limits<uid_t>::max() - 1;
   const Var vars[] = {
+      {"MCP_EXEC_TRANSPORT", [&](auto& n, auto& v) { return SetTransport(n, v, c.transport); }},
+      {"MCP_EXEC_ADDR", [&](auto& n, auto& v) { return SetPath(n, v, c.addr); }},
+      {"MCP_EXEC_AUTH_TOKEN",
+       [&](auto&, auto& v) {
+         c.auth_token = v;  // empty disables auth, as in the seed
+         return Ok();
+       }},
+      {"MCP_EXEC_MAX_CONCURRENCY",
+       [&](auto& n, auto& v) { return SetInt(n, v, 1, 1024, c.max_concurrency); }},
+      {"MCP_EXEC_MAX_QUEUE", [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_queue); }},
       {"MCP_EXEC_ROOTFS", [&](auto& n, auto& v) { return SetPath(n, v, c.rootfs); }},
       {"MCP_EXEC_PYTHON", [&](auto& n, auto& v) { return SetPath(n, v, c.python); }},
       {"MCP_EXEC_DEFAULT_TIMEOUT_S",
@@ -140,6 +166,16 @@ int EffectiveTimeoutSeconds(const Config& c, std::optional<long long> requested)
   if (t < 1) return 1;
   if (t > c.max_timeout_s) return c.max_timeout_s;
   return static_cast<int>(t);
+}
+
+}  // namespace mcpexec::config
+
+namespace mcpexec::config {
+
+uint64_t MaxMessageBytes(const Config& config) {
+  constexpr uint64_t kCodeRoom = 4ull << 20;
+  constexpr uint64_t kEnvelope = 64ull << 10;
+  return 6 * (config.max_stdin_bytes + kCodeRoom) + kEnvelope;
 }
 
 }  // namespace mcpexec::config

@@ -23,7 +23,15 @@ struct Config {
   uint64_t workspace_bytes = 64ull << 20;   // MCP_EXEC_WORKSPACE_BYTES
   uid_t host_uid = 65532;                   // MCP_EXEC_HOST_UID: host uid of the sandbox, as root
   gid_t host_gid = 65532;                   // MCP_EXEC_HOST_GID
+
+  // The server (mcp-exec serve).
+  std::string transport = "stdio";          // MCP_EXEC_TRANSPORT: stdio | http | sse
+  std::string addr = ":8080";               // MCP_EXEC_ADDR: listen address for http/sse
+  std::string auth_token;                   // MCP_EXEC_AUTH_TOKEN: empty = no auth
+  int max_concurrency = 0;                  // MCP_EXEC_MAX_CONCURRENCY: runs at once (CPUs)
+  int max_queue = 64;                       // MCP_EXEC_MAX_QUEUE: runs waiting for a slot
 };
+
 
 // Returns the value of an environment variable, or nullopt when it is unset.
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
@@ -46,5 +54,13 @@ Result<long long> ParseInt(const std::string& text, long long min, long long max
 
 // The timeout a run gets: `requested` (or the default) clamped to [1, max_timeout_s].
 int EffectiveTimeoutSeconds(const Config& config, std::optional<long long> requested);
+
+}  // namespace mcpexec::config
+
+namespace mcpexec::config {
+
+// The largest JSON-RPC message the server reads: room for MCP_EXEC_MAX_STDIN_BYTES of stdin
+// and 4 MiB of code, both JSON-escaped (at most 6 bytes per byte, for \u00XX).
+uint64_t MaxMessageBytes(const Config& config);
 
 }  // namespace mcpexec::config

@@ -38,10 +38,12 @@ sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& re
 }
 
 Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> plan,
-                                   const config::Config& config, const ExecRequest& request) {
+                                   const config::Config& config, const ExecRequest& request,
+                                   const sandbox::RunHooks& hooks) {
   MCPEXEC_RETURN_IF_ERROR(ValidateRequest(config, request));
   MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, sandbox::Sandbox::Create(std::move(plan)));
-  return box.Run(sandbox::Program{request.code, request.stdin_data}, LimitsFor(config, request));
+  return box.Run(sandbox::Program{request.code, request.stdin_data}, LimitsFor(config, request),
+                 hooks);
 }
 
 nlohmann::json ResultToJson(const sandbox::RunResult& result) {

@@ -34,7 +34,8 @@ sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& re
 
 // Validates, creates a fresh sandbox from `plan` and runs the request in it.
 Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> plan,
-                                   const config::Config& config, const ExecRequest& request);
+                                   const config::Config& config, const ExecRequest& request,
+                                   const sandbox::RunHooks& hooks = {});
 
 // {stdout, stderr, exit_code, duration_ms, truncated, timed_out} plus "signal" (e.g. "SIGKILL")
 // when the program died of one. Output is made valid UTF-8 (U+FFFD for ill-formed bytes).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,15 @@ struct RunLimits {
   size_t max_output_bytes = 1 << 20;
 };
 
+// Optional ways to follow and stop a run from outside.
+struct RunHooks {
+  // When this fd becomes readable the run is killed and reported as cancelled (-1: none).
+  int cancel_fd = -1;
+  // Called on the running thread about every `progress_interval` while the program runs.
+  std::function<void(std::chrono::milliseconds elapsed, size_t output_bytes)> on_progress;
+  std::chrono::milliseconds progress_interval{1000};
+};
+
 struct RunResult {
   std::string stdout_data;  // raw bytes, possibly not UTF-8
   std::string stderr_data;
@@ -29,6 +39,7 @@ struct RunResult {
   std::chrono::milliseconds duration{0};
   bool truncated = false;
   bool timed_out = false;
+  bool cancelled = false;  // killed through RunHooks::cancel_fd; the other fields are partial
 };
 
 // Fills exit_code and signal from a wait(2) status.

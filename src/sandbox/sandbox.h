@@ -37,7 +37,8 @@ class Sandbox {
   // program (an interpreter that cannot be executed, a program too large for the workspace) is
   // an Error; anything the program does is a RunResult. Blocks SIGPIPE in the calling thread
   // for its duration.
-  Result<RunResult> Run(const Program& program, const RunLimits& limits);
+  Result<RunResult> Run(const Program& program, const RunLimits& limits,
+                        const RunHooks& hooks = {});
 
   // Host pid of the sandbox's init (PID 1 inside).
   pid_t InitPid() const { return init_.Pid(); }

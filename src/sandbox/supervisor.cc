@@ -88,7 +88,8 @@ int MillisUntil(Clock::time_point t) {
 
 }  // namespace
 
-Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits) {
+Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
+                               const RunHooks& hooks) {
   if (!report_.Valid() || !plan_) {
     return MakeError(ErrorCode::kInvalidArgument, "this sandbox has already run");
   }
@@ -107,15 +108,23 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits) 
   std::optional<int> program_status;
   std::optional<ChildReport> failure;
   bool timed_out = false;
+  bool cancelled = false;
+  Clock::time_point next_progress = start + hooks.progress_interval;
 
   code.Pump();
   input.Pump();
   while (!init_.Reaped() || stdout_.Valid() || stderr_.Valid() || report_.Valid()) {
     const Clock::time_point now = Clock::now();
-    if (!init_.Reaped() && !program_status && !failure && !timed_out && now >= deadline) {
+    if (!init_.Reaped() && !program_status && !failure && !timed_out && !cancelled &&
+        now >= deadline) {
       init_.Kill();  // init is PID 1: its death kills every process in the namespace
       timed_out = true;
       end = now;
+    }
+    if (hooks.on_progress && !end && now >= next_progress) {
+      hooks.on_progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start),
+                        output.Held());
+      next_progress = now + hooks.progress_interval;
     }
     if (init_.Reaped() && !drain_until) drain_until = now + kDrainLimit;
     if (drain_until && now >= *drain_until) break;
@@ -131,9 +140,12 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits) 
     watch(code.fd, POLLOUT);
     watch(input.fd, POLLOUT);
     if (!init_.Reaped()) pfds[n++] = pollfd{init_.PidFd(), POLLIN, 0};
-    const int timeout_ms = drain_until ? MillisUntil(*drain_until)
-                           : timed_out ? -1
-                                       : MillisUntil(deadline);
+    if (hooks.cancel_fd >= 0 && !cancelled) pfds[n++] = pollfd{hooks.cancel_fd, POLLIN, 0};
+    Clock::time_point wake = deadline;
+    if (hooks.on_progress && !end) wake = std::min(wake, next_progress);
+    const int timeout_ms = drain_until              ? MillisUntil(*drain_until)
+                           : (timed_out || cancelled) ? -1
+                                                      : MillisUntil(wake);
     if (poll(pfds, n, timeout_ms) < 0 && errno != EINTR) {
       return Errno(ErrorCode::kInternal, "poll(sandbox)");
     }
@@ -155,6 +167,10 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits) 
         } else if (got == 0 || (got < 0 && errno != EINTR)) {
           report_.Reset();
         }
+      } else if (pfds[i].fd == hooks.cancel_fd && pfds[i].revents != 0) {
+        init_.Kill();
+        cancelled = true;
+        if (!end) end = Clock::now();
       } else if (pfds[i].fd == init_.PidFd() && pfds[i].revents != 0) {
         MCPEXEC_RETURN_IF_ERROR(init_.Wait());
         if (!end) end = Clock::now();
@@ -163,13 +179,14 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits) 
   }
   if (failure) return ChildError(*plan, *failure, ReadUsernsFacts());
   RunResult result;
+  result.cancelled = cancelled && !program_status;
   result.duration =
       std::chrono::duration_cast<std::chrono::milliseconds>(end.value_or(Clock::now()) - start);
   result.truncated = output.Truncated();
   result.stdout_data = output.TakeStdout();
   result.stderr_data = output.TakeStderr();
-  if (timed_out) {
-    result.timed_out = true;
+  if (timed_out || result.cancelled) {
+    result.timed_out = timed_out;
     result.exit_code = -1;
   } else if (program_status) {
     ApplyWaitStatus(*program_status, result);

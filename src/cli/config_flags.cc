@@ -1,0 +1,61 @@
+#include "cli/config_flags.h"
+
+namespace mcpexec::cli {
+namespace {
+
+struct FlagSpec {
+  const char* flag;
+  const char* var;
+  const char* help;
+  bool server_only;
+};
+
+constexpr FlagSpec kFlags[] = {
+    {"--transport", "MCP_EXEC_TRANSPORT", "stdio | http | sse (http and sse serve both)", true},
+    {"--addr", "MCP_EXEC_ADDR", "Listen address for http/sse, e.g. :8080 or 127.0.0.1:8080",
+     true},
+    {"--auth-token", "MCP_EXEC_AUTH_TOKEN",
+     "Require X-MCP-AUTH or Authorization: Bearer with this token on http/sse", true},
+    {"--max-concurrency", "MCP_EXEC_MAX_CONCURRENCY", "Runs at once (default: CPUs)", true},
+    {"--max-queue", "MCP_EXEC_MAX_QUEUE", "Runs waiting for a slot before calls get 'busy'",
+     true},
+    {"--default-timeout-s", "MCP_EXEC_DEFAULT_TIMEOUT_S", "Timeout when a call gives none",
+     false},
+    {"--max-timeout-s", "MCP_EXEC_MAX_TIMEOUT_S", "Timeout ceiling", false},
+    {"--max-output-bytes", "MCP_EXEC_MAX_OUTPUT_BYTES", "Cap on combined stdout+stderr", false},
+    {"--max-stdin-bytes", "MCP_EXEC_MAX_STDIN_BYTES", "Cap on stdin", false},
+    {"--python", "MCP_EXEC_PYTHON", "Interpreter inside the rootfs", false},
+    {"--rootfs", "MCP_EXEC_ROOTFS", "Python rootfs directory", false},
+    {"--workspace-bytes", "MCP_EXEC_WORKSPACE_BYTES", "Size of the /tmp workspace tmpfs", false},
+    {"--host-uid", "MCP_EXEC_HOST_UID",
+     "As root: the unprivileged host uid the sandbox user maps to (default 65532)", false},
+    {"--host-gid", "MCP_EXEC_HOST_GID", "As root: likewise for the gid", false},
+};
+
+}  // namespace
+
+void AddConfigFlags(CLI::App* app, Command command, ConfigFlags& flags) {
+  for (const FlagSpec& spec : kFlags) {
+    if (spec.server_only && command != Command::kServe) continue;
+    const std::string var = spec.var;
+    app->add_option_function<std::string>(
+        spec.flag, [&flags, var](const std::string& value) { flags.values[var] = value; },
+        std::string(spec.help) + " (" + var + ")");
+  }
+}
+
+Result<config::Config> ResolveConfig(const std::string& default_rootfs,
+                                     const config::EnvLookup& env, const ConfigFlags& flags) {
+  config::Config c = config::Defaults(default_rootfs);
+  MCPEXEC_RETURN_IF_ERROR(config::ApplyEnv(env, c));
+  auto from_flags = [&flags](const std::string& var) -> std::optional<std::string> {
+    auto it = flags.values.find(var);
+    if (it == flags.values.end()) return std::nullopt;
+    return it->second;
+  };
+  MCPEXEC_RETURN_IF_ERROR(config::ApplyEnv(from_flags, c));
+  MCPEXEC_RETURN_IF_ERROR(config::Validate(c));
+  return c;
+}
+
+}  // namespace mcpexec::cli

@@ -1,0 +1,168 @@
+#include "exec/exec_tool.h"
+
+#include <poll.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "exec/exec.h"
+#include "log/log.h"
+
+namespace mcpexec::exec {
+namespace {
+
+using nlohmann::json;
+
+std::string Bytes(uint64_t n) {
+  if (n % (1u << 20) == 0) return std::to_string(n >> 20) + " MiB";
+  if (n % (1u << 10) == 0) return std::to_string(n >> 10) + " KiB";
+  return std::to_string(n) + " bytes";
+}
+
+// Reads the arguments into a request; a message for the client when they are malformed.
+Result<ExecRequest> ParseArguments(const json& args) {
+  ExecRequest request;
+  const json code = args.value("code", json());
+  if (!code.is_string()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     code.is_null() ? "code is required" : "code must be a string");
+  }
+  request.code = code.get<std::string>();
+  if (args.contains("stdin") && !args["stdin"].is_null()) {
+    if (!args["stdin"].is_string()) {
+      return MakeError(ErrorCode::kInvalidArgument, "stdin must be a string");
+    }
+    request.stdin_data = args["stdin"].get<std::string>();
+  }
+  if (args.contains("timeout_s") && !args["timeout_s"].is_null()) {
+    const json& t = args["timeout_s"];
+    // Integral floats (10.0) are accepted: some clients send every number as a double.
+    if (t.is_number_integer()) {
+      request.timeout_s = t.get<long long>();
+    } else if (t.is_number_float() && std::isfinite(t.get<double>()) &&
+               std::floor(t.get<double>()) == t.get<double>() && std::fabs(t.get<double>()) < 1e9) {
+      request.timeout_s = static_cast<long long>(t.get<double>());
+    } else {
+      return MakeError(ErrorCode::kInvalidArgument, "timeout_s must be a whole number of seconds");
+    }
+  }
+  for (const auto& [key, value] : args.items()) {
+    if (key != "code" && key != "stdin" && key != "timeout_s") {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unknown argument '" + key + "' (exec takes code, timeout_s, stdin)");
+    }
+  }
+  return request;
+}
+
+bool Cancelled(int fd) {
+  pollfd pfd{fd, POLLIN, 0};
+  return fd >= 0 && poll(&pfd, 1, 0) > 0;
+}
+
+}  // namespace
+
+ExecTool::ExecTool(config::Config config, std::shared_ptr<const sandbox::LaunchPlan> plan)
+    : config_(std::move(config)), plan_(std::move(plan)) {}
+
+std::string ExecTool::Describe(const config::Config& c) {
+  std::ostringstream d;
+  d << "Run Python 3 code in a fresh, isolated sandbox and return its stdout, stderr and exit "
+       "code. The sandbox has Python's standard library plus numpy, pandas, matplotlib (Agg "
+       "backend: save figures to files), PyYAML, Jinja2 and Pillow. It has no network at all "
+       "(no internet, no DNS, no access to the host's services) and runs as an unprivileged "
+       "user with a read-only system. The working directory /tmp (also HOME) is an empty "
+       "private space of "
+    << Bytes(c.workspace_bytes)
+    << " that is discarded after the run: nothing persists between calls, so send everything a "
+       "program needs in one call. Limits: wall-clock timeout "
+    << c.default_timeout_s << " s by default (timeout_s, at most " << c.max_timeout_s
+    << " s); stdout and stderr together are cut at " << Bytes(c.max_output_bytes)
+    << " (then truncated is true); stdin (the stdin argument) up to "
+    << Bytes(c.max_stdin_bytes)
+    << ". A non-zero exit_code, or a timeout (exit_code -1, timed_out true), is a normal "
+       "result; exit_code 128+N with signal set means the program died of signal N.";
+  return d.str();
+}
+
+json ExecTool::Definition() const {
+  const json string = {{"type", "string"}};
+  return {
+      {"name", "exec"},
+      {"title", "Run Python in a sandbox"},
+      {"description", Describe(config_)},
+      {"inputSchema",
+       {{"type", "object"},
+        {"properties",
+         {{"code", {{"type", "string"}, {"description", "Python 3 source to run as main.py"}}},
+          {"timeout_s",
+           {{"type", "integer"},
+            {"description", "Wall-clock limit in seconds (default " +
+                                std::to_string(config_.default_timeout_s) + ", clamped to 1.." +
+                                std::to_string(config_.max_timeout_s) + ")"}}},
+          {"stdin", {{"type", "string"}, {"description", "Text given on standard input"}}}}},
+        {"required", {"code"}},
+        {"additionalProperties", false}}},
+      {"outputSchema",
+       {{"type", "object"},
+        {"properties",
+         {{"stdout", string},
+          {"stderr", string},
+          {"exit_code", {{"type", "integer"}}},
+          {"duration_ms", {{"type", "integer"}}},
+          {"truncated", {{"type", "boolean"}}},
+          {"timed_out", {{"type", "boolean"}}},
+          {"signal", string}}},
+        {"required",
+         {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}}}},
+      {"annotations",
+       {{"title", "Run Python in a sandbox"},
+        {"readOnlyHint", false},
+        {"destructiveHint", false},
+        {"idempotentHint", false},
+        {"openWorldHint", false}}},
+  };
+}
+
+json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) {
+  auto request = ParseArguments(arguments);
+  if (!request.ok()) return mcp::ToolError("invalid arguments: " + request.error().message);
+  if (auto valid = ValidateRequest(config_, *request); !valid.ok()) {
+    return mcp::ToolError("invalid arguments: " + valid.error().message);
+  }
+  json meta = {{"session", context.session_id}, {"request_id", context.request_id}};
+  if (Cancelled(context.cancel_fd)) return mcp::ToolError("cancelled before it started");
+
+  sandbox::RunHooks hooks;
+  hooks.cancel_fd = context.cancel_fd;
+  hooks.progress_interval = std::chrono::milliseconds(500);
+  if (context.report_progress) {
+    hooks.on_progress = [&context](std::chrono::milliseconds elapsed, size_t output_bytes) {
+      context.report_progress(static_cast<double>(elapsed.count()) / 1000.0,
+                              "running for " + std::to_string(elapsed.count() / 1000) + "." +
+                                  std::to_string(elapsed.count() % 1000 / 100) + " s, " +
+                                  std::to_string(output_bytes) + " bytes of output so far");
+    };
+  }
+  auto result = Execute(plan_, config_, *request, hooks);
+  if (!result.ok()) {
+    meta["error"] = result.error().message;
+    log::Error("exec failed", meta);
+    return mcp::ToolError(result.error().message);
+  }
+  meta.update({{"exit_code", result->exit_code},
+               {"duration_ms", result->duration.count()},
+               {"output_bytes", result->stdout_data.size() + result->stderr_data.size()},
+               {"truncated", result->truncated},
+               {"timed_out", result->timed_out},
+               {"cancelled", result->cancelled}});
+  if (result->signal) meta["signal"] = sandbox::SignalName(*result->signal);
+  log::Info("exec", meta);
+  if (result->cancelled) return mcp::ToolError("cancelled");
+  json structured = ResultToJson(*result);
+  return {{"content", json::array({{{"type", "text"}, {"text", structured.dump()}}})},
+          {"structuredContent", structured},
+          {"isError", false}};
+}
+
+}  // namespace mcpexec::exec

@@ -1,0 +1,31 @@
+// ExecTool: the MCP `exec` tool. The one place that knows both the MCP tool interface and the
+// sandbox: it validates arguments, runs them in a fresh sandbox and shapes the seed's result.
+#pragma once
+
+#include <memory>
+
+#include "config/config.h"
+#include "mcp/tool.h"
+#include "sandbox/plan.h"
+
+namespace mcpexec::exec {
+
+class ExecTool : public mcp::Tool {
+ public:
+  // `plan` is compiled once from `config` and shared by every call.
+  ExecTool(config::Config config, std::shared_ptr<const sandbox::LaunchPlan> plan);
+
+  std::string Name() const override { return "exec"; }
+  nlohmann::json Definition() const override;
+  nlohmann::json Call(const nlohmann::json& arguments,
+                      const mcp::ToolCallContext& context) override;
+
+  // The tool description, generated from the live configuration.
+  static std::string Describe(const config::Config& config);
+
+ private:
+  const config::Config config_;
+  const std::shared_ptr<const sandbox::LaunchPlan> plan_;
+};
+
+}  // namespace mcpexec::exec

@@ -1,0 +1,20 @@
+// MessageSink: where the server's messages for one exchange go. A transport implements it: the
+// stdio transport writes every message to stdout; Streamable HTTP answers the POST that carried
+// the request; legacy SSE writes to the session's event stream.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace mcpexec::mcp {
+
+class MessageSink {
+ public:
+  virtual ~MessageSink() = default;
+  // Sends one JSON-RPC message to the client. `final` is true for the response that ends a
+  // request; nothing more is sent to this sink for that request afterwards. Called from any
+  // thread (tool calls finish on worker threads); implementations must be thread-safe and must
+  // not block for long (a slow client must not stall a worker: buffer or drop and close).
+  virtual void Send(const nlohmann::json& message, bool final) = 0;
+};
+
+}  // namespace mcpexec::mcp

@@ -1,0 +1,256 @@
+#include "mcp/server.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log/log.h"
+#include "mcp/protocol.h"
+
+namespace mcpexec::mcp {
+namespace {
+
+using nlohmann::json;
+
+std::string IdKey(const jsonrpc::Id& id) { return id.dump(); }
+
+bool IsProgressToken(const json& token) {
+  return token.is_string() || token.is_number_integer() || token.is_number_unsigned();
+}
+
+}  // namespace
+
+json ToolError(const std::string& message) {
+  return {{"content", json::array({{{"type", "text"}, {"text", message}}})}, {"isError", true}};
+}
+
+// A tools/call that has been accepted and has not answered yet.
+struct Session::InFlight {
+  UniqueFd cancel;  // eventfd, written once to cancel
+  std::atomic<bool> cancelled{false};
+};
+
+Server::Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool)
+    : info_(std::move(info)), tools_(std::move(tools)), pool_(pool) {}
+
+std::shared_ptr<Session> Server::NewSession(std::string id) {
+  return std::make_shared<Session>(*this, std::move(id));
+}
+
+Tool* Server::FindTool(std::string_view name) const {
+  for (const auto& tool : tools_) {
+    if (tool->Name() == name) return tool.get();
+  }
+  return nullptr;
+}
+
+Session::Session(Server& server, std::string id) : server_(server), id_(std::move(id)) {}
+
+Session::~Session() { Close(); }
+
+std::string Session::ProtocolVersion() const {
+  std::lock_guard lock(mu_);
+  return protocol_version_;
+}
+
+Handled Session::Handle(std::string_view text, std::shared_ptr<MessageSink> sink) {
+  jsonrpc::Incoming incoming = jsonrpc::Parse(text);
+  if (auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming)) {
+    log::Warn("invalid message", {{"session", id_}, {"error", invalid->error_response["error"]}});
+    sink->Send(invalid->error_response, true);
+    return Handled::kResponding;
+  }
+  if (std::holds_alternative<jsonrpc::Response>(incoming)) return Handled::kNoResponse;
+  if (auto* note = std::get_if<jsonrpc::Notification>(&incoming)) {
+    HandleNotification(*note);
+    return Handled::kNoResponse;
+  }
+  const auto& request = std::get<jsonrpc::Request>(incoming);
+  auto reply = [&](json message) {
+    sink->Send(message, true);
+    return Handled::kResponding;
+  };
+  try {
+    if (request.method == "initialize") {
+      if (!request.params.is_object()) {
+        return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
+                                        "initialize needs params with a protocolVersion"));
+      }
+      if (initialized_.load()) {
+        return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
+                                        "the session is already initialized"));
+      }
+      return reply(jsonrpc::MakeResult(request.id, Initialize(request.params)));
+    }
+    if (request.method == "ping") return reply(jsonrpc::MakeResult(request.id, json::object()));
+    if (!initialized_.load()) {
+      return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
+                                      "the session is not initialized: send initialize first"));
+    }
+    if (!request.params.is_null() && !request.params.is_object()) {
+      return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
+                                      "params must be an object"));
+    }
+    if (request.method == "tools/list") {
+      json tools = json::array();
+      for (const auto& tool : server_.Tools()) tools.push_back(tool->Definition());
+      return reply(jsonrpc::MakeResult(request.id, {{"tools", std::move(tools)}}));
+    }
+    if (request.method == "tools/call") return CallTool(request, std::move(sink));
+    return reply(jsonrpc::MakeError(request.id, jsonrpc::kMethodNotFound,
+                                    "Method not found: " + request.method));
+  } catch (const std::exception& e) {
+    log::Error("request failed", {{"session", id_}, {"method", request.method},
+                                  {"request_id", request.id}, {"error", e.what()}});
+    return reply(jsonrpc::MakeError(request.id, jsonrpc::kInternalError, "Internal error"));
+  }
+}
+
+json Session::Initialize(const json& params) {
+  const json requested = params.value("protocolVersion", json());
+  std::string version(kLatestProtocolVersion);
+  if (requested.is_string() && IsSupportedProtocolVersion(requested.get<std::string>())) {
+    version = requested.get<std::string>();
+  }
+  {
+    std::lock_guard lock(mu_);
+    protocol_version_ = version;
+  }
+  initialized_ = true;
+  const json client = params.value("clientInfo", json::object());
+  log::Info("session initialized",
+            {{"session", id_}, {"protocol_version", version},
+             {"client", client.is_object() ? client.value("name", json("")) : json("")}});
+  json result = {
+      {"protocolVersion", version},
+      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+      {"serverInfo", {{"name", server_.Info().name}, {"version", server_.Info().version}}},
+  };
+  if (!server_.Info().instructions.empty()) result["instructions"] = server_.Info().instructions;
+  return result;
+}
+
+void Session::HandleNotification(const jsonrpc::Notification& note) {
+  if (note.method == "notifications/cancelled") {
+    if (note.params.is_object() && note.params.contains("requestId")) {
+      Cancel(note.params["requestId"]);
+    }
+    return;
+  }
+  if (note.method != "notifications/initialized") {
+    log::Debug("notification ignored", {{"session", id_}, {"method", note.method}});
+  }
+}
+
+Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink) {
+  const json& params = request.params;
+  if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
+    sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
+                                  "tools/call needs params.name (a string)"),
+               true);
+    return Handled::kResponding;
+  }
+  const std::string name = params["name"].get<std::string>();
+  Tool* tool = server_.FindTool(name);
+  if (tool == nullptr) {
+    sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams, "Unknown tool: " + name),
+               true);
+    return Handled::kResponding;
+  }
+  json arguments = params.value("arguments", json::object());
+  if (!arguments.is_object()) {
+    sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
+                                  "tools/call arguments must be an object"),
+               true);
+    return Handled::kResponding;
+  }
+
+  auto flight = std::make_shared<InFlight>();
+  flight->cancel.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!flight->cancel.Valid()) throw std::runtime_error("eventfd failed");
+  const std::string key = IdKey(request.id);
+  {
+    std::lock_guard lock(mu_);
+    if (closed_.load()) return Handled::kNoResponse;
+    if (!in_flight_.emplace(key, flight).second) {
+      sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
+                                    "a request with this id is still running"),
+                 true);
+      return Handled::kResponding;
+    }
+  }
+
+  ToolCallContext context;
+  context.session_id = id_;
+  context.request_id = key;
+  context.cancel_fd = flight->cancel.Get();
+  const json token = params.contains("_meta") && params["_meta"].is_object()
+                         ? params["_meta"].value("progressToken", json())
+                         : json();
+  if (IsProgressToken(token)) {
+    context.report_progress = [sink, token, flight](double progress, const std::string& message) {
+      if (flight->cancelled.load()) return;
+      sink->Send(jsonrpc::MakeNotification(
+                     "notifications/progress",
+                     {{"progressToken", token}, {"progress", progress}, {"message", message}}),
+                 false);
+    };
+  }
+
+  auto self = shared_from_this();
+  const jsonrpc::Id id = request.id;
+  auto task = [self, tool, arguments = std::move(arguments), context, sink, flight, key, id] {
+    json result;
+    try {
+      result = tool->Call(arguments, context);
+    } catch (const std::exception& e) {
+      log::Error("tool failed", {{"session", self->id_}, {"request_id", key}, {"error", e.what()}});
+      result = ToolError("internal error while running the tool");
+    }
+    {
+      std::lock_guard lock(self->mu_);
+      self->in_flight_.erase(key);
+    }
+    if (!flight->cancelled.load()) sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
+  };
+  if (!server_.Pool().TrySubmit(std::move(task))) {
+    {
+      std::lock_guard lock(mu_);
+      in_flight_.erase(key);
+    }
+    log::Warn("server busy", {{"session", id_}, {"request_id", key}});
+    sink->Send(jsonrpc::MakeResult(
+                   request.id,
+                   ToolError("the server is busy: " + std::to_string(server_.Pool().Workers()) +
+                             " runs are in progress and " +
+                             std::to_string(server_.Pool().QueueCapacity()) +
+                             " are waiting; try again shortly")),
+               true);
+  }
+  return Handled::kResponding;
+}
+
+void Session::Cancel(const jsonrpc::Id& request_id) {
+  std::shared_ptr<InFlight> flight;
+  {
+    std::lock_guard lock(mu_);
+    auto it = in_flight_.find(IdKey(request_id));
+    if (it == in_flight_.end()) return;  // finished already, or never ours: the race is allowed
+    flight = it->second;
+  }
+  if (flight->cancelled.exchange(true)) return;
+  const uint64_t one = 1;
+  (void)!write(flight->cancel.Get(), &one, sizeof one);
+  log::Info("request cancelled", {{"session", id_}, {"request_id", request_id}});
+}
+
+void Session::Close() {
+  closed_ = true;
+  std::vector<json> ids;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, flight] : in_flight_) ids.push_back(json::parse(key));
+  }
+  for (const json& id : ids) Cancel(id);
+}
+
+}  // namespace mcpexec::mcp

@@ -1,0 +1,97 @@
+// The MCP server: lifecycle (initialize, initialized), ping, tools/list, tools/call, progress
+// and cancellation, over any transport. Transports hand it one message at a time through a
+// Session and give it a MessageSink for the replies; it never touches sockets or files.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/unique_fd.h"
+#include "jsonrpc/message.h"
+#include "mcp/message_sink.h"
+#include "mcp/tool.h"
+#include "mcp/worker_pool.h"
+
+namespace mcpexec::mcp {
+
+struct ServerInfo {
+  std::string name = "mcp-exec";
+  std::string version;
+  std::string instructions;  // optional text for the client's model
+};
+
+class Session;
+
+// Shared by every session: the tools and the pool their calls run on. Thread-safe.
+class Server {
+ public:
+  Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool);
+
+  // A session for one client connection (stdio) or one Mcp-Session-Id (HTTP). `id` appears in
+  // logs; it is not interpreted.
+  std::shared_ptr<Session> NewSession(std::string id);
+
+  const ServerInfo& Info() const { return info_; }
+  Tool* FindTool(std::string_view name) const;
+  const std::vector<std::shared_ptr<Tool>>& Tools() const { return tools_; }
+  WorkerPool& Pool() { return pool_; }
+
+ private:
+  ServerInfo info_;
+  std::vector<std::shared_ptr<Tool>> tools_;
+  WorkerPool& pool_;
+};
+
+enum class Handled {
+  kResponding,  // a response will be sent to the sink (maybe later, from a worker)
+  kNoResponse,  // a notification or a client response: nothing will be sent
+};
+
+// One client's conversation. Thread-safe; Handle() may be called concurrently.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(Server& server, std::string id);
+  ~Session();
+
+  // Handles one incoming message (the text of one JSON-RPC message). Replies to a request, and
+  // the progress notifications of a tools/call, go to `sink`. Malformed input is answered
+  // with a JSON-RPC error; nothing throws.
+  Handled Handle(std::string_view text, std::shared_ptr<MessageSink> sink);
+
+  // Cancels every call still running; their responses are dropped. Called when the client goes
+  // away (stdin EOF, HTTP DELETE, SSE disconnect).
+  void Close();
+
+  // Cancels one running call, as notifications/cancelled does: its response is dropped. For
+  // transports whose stream for that request went away (a Streamable HTTP client that hung up).
+  void Cancel(const jsonrpc::Id& request_id);
+
+  const std::string& Id() const { return id_; }
+  bool Initialized() const { return initialized_.load(); }
+  // The negotiated version; empty before initialize.
+  std::string ProtocolVersion() const;
+
+ private:
+  struct InFlight;
+
+  nlohmann::json Initialize(const nlohmann::json& params);
+  Handled CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink);
+  void HandleNotification(const jsonrpc::Notification& notification);
+
+  Server& server_;
+  const std::string id_;
+  std::atomic<bool> initialized_{false};
+  std::atomic<bool> closed_{false};
+  mutable std::mutex mu_;
+  std::string protocol_version_;
+  std::map<std::string, std::shared_ptr<InFlight>> in_flight_;  // by serialized request id
+};
+
+}  // namespace mcpexec::mcp

@@ -1,0 +1,35 @@
+// Tool: one entry of the server's tool registry. The server knows nothing of what a tool does.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+
+namespace mcpexec::mcp {
+
+// What a running call may use. Lives as long as the call.
+struct ToolCallContext {
+  std::string session_id;
+  std::string request_id;  // the JSON-RPC id, serialized: for logs
+  // Becomes readable when the client cancels the call (notifications/cancelled) or goes away.
+  int cancel_fd = -1;
+  // Empty unless the request carried _meta.progressToken. `progress` must increase.
+  std::function<void(double progress, const std::string& message)> report_progress;
+};
+
+class Tool {
+ public:
+  virtual ~Tool() = default;
+  virtual std::string Name() const = 0;
+  // The tools/list entry: name, description, inputSchema, outputSchema, annotations.
+  virtual nlohmann::json Definition() const = 0;
+  // Runs the call and returns a CallToolResult. Invalid arguments and failures to run are
+  // results with isError: true, never exceptions. Called on a worker thread; may block.
+  virtual nlohmann::json Call(const nlohmann::json& arguments, const ToolCallContext& context) = 0;
+};
+
+// A CallToolResult with isError: true and `message` as its text.
+nlohmann::json ToolError(const std::string& message);
+
+}  // namespace mcpexec::mcp

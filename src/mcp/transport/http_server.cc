@@ -1,0 +1,719 @@
+#include "mcp/transport/http_server.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <variant>
+
+#include "base/unique_fd.h"
+#include "jsonrpc/message.h"
+#include "log/log.h"
+#include "mcp/protocol.h"
+#include "mcp/transport/http_connection.h"
+#include "mcp/transport/sse_stream.h"
+
+namespace mcpexec::mcp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using httplib::Request;
+using httplib::Response;
+using nlohmann::json;
+
+constexpr char kSessionHeader[] = "Mcp-Session-Id";
+constexpr char kVersionHeader[] = "MCP-Protocol-Version";
+// The codes the TypeScript SDK's server uses for transport-level errors with a JSON-RPC body.
+constexpr int kTransportError = -32000;
+constexpr int kSessionNotFound = -32001;
+constexpr int kListenBacklog = 1024;
+
+// Every log line of the transport goes through here.
+void Log(log::Level level, std::string_view msg, const json& fields = json::object()) {
+  log::Write(level, msg, fields);
+}
+
+// Session ids are bearer capabilities: logs get a prefix, enough to correlate, not to use.
+std::string SessionLabel(const std::string& id) { return id.substr(0, 8); }
+
+std::optional<std::string_view> Header(const Request& req, const char* name) {
+  auto it = req.headers.find(name);
+  if (it == req.headers.end()) return std::nullopt;
+  return std::string_view(it->second);
+}
+
+void SendJson(Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(jsonrpc::Serialize(body), "application/json");
+}
+
+void SendRpcError(Response& res, int status, int code, const std::string& message) {
+  SendJson(res, status, jsonrpc::MakeError(nullptr, code, message));
+}
+
+// For a request whose body will not be read: the connection cannot be reused.
+void CloseConnection(Response& res) {
+  res.set_header("Connection", "close");
+  http::ConnectionServer::CloseAfterResponse();
+}
+
+bool HasBody(const Request& req) {
+  if (req.has_header("Transfer-Encoding")) return true;
+  auto length = Header(req, "Content-Length");
+  return length && *length != "0";
+}
+
+std::optional<uint64_t> ContentLength(std::string_view text) {
+  if (text.empty() || text.size() > 19) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n;
+}
+
+std::string SupportedVersions() {
+  std::string out;
+  for (std::string_view v : kProtocolVersions) {
+    if (!out.empty()) out += ", ";
+    out += v;
+  }
+  return out;
+}
+
+struct Route {
+  std::string_view path;
+  std::string_view allow;  // the Allow header of a 405
+};
+constexpr Route kRoutes[] = {
+    {"/mcp", "GET, POST, DELETE"},
+    {"/sse", "GET"},
+    {"/messages", "POST"},
+};
+
+const Route* FindRoute(std::string_view path) {
+  for (const Route& r : kRoutes) {
+    if (r.path == path) return &r;
+  }
+  return nullptr;
+}
+
+bool MethodAllowed(const Route& route, std::string_view method) {
+  std::string_view allow = route.allow;
+  while (!allow.empty()) {
+    const size_t comma = allow.find(',');
+    if (allow.substr(0, comma) == method) return true;
+    if (comma == std::string_view::npos) break;
+    allow.remove_prefix(comma + 2);
+  }
+  return false;
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(Server& server, HttpServerOptions options)
+      : server_(server), options_(std::move(options)) {}
+  ~Impl() { Stop(); }
+
+  Result<int> Start();
+  void Stop();
+  int Port() const { return port_.load(); }
+
+ private:
+  struct SessionEntry {
+    std::shared_ptr<Session> session;
+    std::shared_ptr<http::MessageQueue> stream;  // legacy SSE only: the session's event stream
+    Clock::time_point last_used;
+    std::vector<std::weak_ptr<http::MessageQueue>> replies;  // open Streamable HTTP replies
+  };
+  enum class Kind { kStreamable, kLegacy };
+
+  void Install(http::ConnectionServer& svr);
+  httplib::Server::HandlerResponse Admit(const Request& req, Response& res);
+
+  void PostMcp(const Request& req, Response& res, const httplib::ContentReader& reader);
+  void GetMcp(const Request& req, Response& res);
+  void DeleteMcp(const Request& req, Response& res);
+  void GetSse(const Request& req, Response& res);
+  void PostMessages(const Request& req, Response& res, const httplib::ContentReader& reader);
+
+  bool ReadBody(Response& res, const httplib::ContentReader& reader, std::string* body);
+  bool CheckProtocolVersion(const Request& req, Response& res);
+  std::shared_ptr<Session> SessionFromHeader(const Request& req, Response& res);
+  void ReplyJson(Response& res, Session& session, http::MessageQueue& queue,
+                 const jsonrpc::Id& id);
+  void ReplyStream(Response& res, std::shared_ptr<Session> session,
+                   std::shared_ptr<http::MessageQueue> queue, jsonrpc::Id id);
+  bool Pump(http::MessageQueue& queue, httplib::DataSink& out, bool* finished);
+  bool Write(httplib::DataSink& out, std::string_view data);
+
+  bool AddSession(const std::string& id, std::shared_ptr<Session> session,
+                  std::shared_ptr<http::MessageQueue> stream);
+  std::shared_ptr<Session> FindSession(const std::string& id, Kind kind,
+                                       std::shared_ptr<http::MessageQueue>* stream = nullptr);
+  void TrackReply(const std::string& id, const std::shared_ptr<http::MessageQueue>& queue);
+  void RemoveSession(const std::string& id, std::string_view why);
+  std::optional<std::string> NewSessionId(Response& res);
+
+  Server& server_;
+  const HttpServerOptions options_;
+  UniqueFd stop_fd_;
+  std::unique_ptr<http::ConnectionServer> svr_;
+  std::thread listen_thread_;
+  std::atomic<bool> listen_done_{false};
+  std::atomic<int> port_{0};
+  std::mutex stop_mu_;
+  bool stopped_ = false;
+
+  std::mutex mu_;
+  std::map<std::string, SessionEntry> sessions_;
+};
+
+Result<int> HttpServer::Impl::Start() {
+  if (svr_) return MakeError(ErrorCode::kInvalidArgument, "the HTTP server is already started");
+  stop_fd_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop_fd_.Valid()) return Errno(ErrorCode::kResourceExhausted, "eventfd");
+  http::ConnectionLimits limits;
+  limits.max_connections = options_.max_connections;
+  limits.keep_alive_timeout = options_.keep_alive_timeout;
+  limits.read_timeout = options_.read_timeout;
+  limits.request_timeout = options_.request_timeout;
+  limits.write_timeout = options_.write_timeout;
+  svr_ = std::make_unique<http::ConnectionServer>(limits, stop_fd_.Get());
+  Install(*svr_);
+
+  const std::string& host = options_.listen.host;
+  errno = 0;
+  int port = options_.listen.port;
+  if (port == 0) {
+    port = svr_->bind_to_any_port(host);
+  } else if (!svr_->bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    const int saved = errno;
+    std::string why = "cannot listen on " + options_.listen.ToString();
+    if (saved != 0) why += std::string(": ") + strerrorname_np(saved);
+    return MakeError(ErrorCode::kUnavailable,
+                     why + " (is the port in use, or the address not one of this host?)");
+  }
+  if (!svr_->SetBacklog(kListenBacklog)) {
+    Log(log::Level::kWarn, "cannot raise the listen backlog", {{"backlog", kListenBacklog}});
+  }
+  port_ = port;
+  listen_thread_ = std::thread([this] {
+    if (!svr_->listen_after_bind()) Log(log::Level::kError, "the HTTP listener failed");
+    listen_done_ = true;
+  });
+  // httplib's stop() is a no-op until the accept loop runs: wait for it so Stop() always works.
+  while (!svr_->is_running() && !listen_done_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  http::ListenAddress bound = options_.listen;
+  bound.port = port;
+  Log(log::Level::kInfo, "http server listening",
+      {{"address", bound.ToString()}, {"endpoints", {"/mcp", "/sse", "/healthz"}},
+       {"auth", !options_.auth_token.empty()}});
+  if (!options_.listen.IsLoopback() && options_.auth_token.empty()) {
+    Log(log::Level::kWarn,
+        "listening on a non-loopback address without an auth token: anyone who can reach " +
+            bound.ToString() +
+            " can run code. Set MCP_EXEC_AUTH_TOKEN, or listen on 127.0.0.1");
+  }
+  return port;
+}
+
+void HttpServer::Impl::Stop() {
+  {
+    std::lock_guard lock(stop_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  if (stop_fd_.Valid()) {
+    const uint64_t one = 1;
+    (void)!write(stop_fd_.Get(), &one, sizeof one);
+  }
+  if (svr_) svr_->stop();
+  if (listen_thread_.joinable()) listen_thread_.join();
+  std::map<std::string, SessionEntry> sessions;
+  {
+    std::lock_guard lock(mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [id, entry] : sessions) {
+    for (auto& weak : entry.replies) {
+      if (auto queue = weak.lock()) queue->Abort();
+    }
+    entry.session->Close();
+  }
+  if (svr_) Log(log::Level::kInfo, "http server stopped", {{"sessions_closed", sessions.size()}});
+}
+
+void HttpServer::Impl::Install(http::ConnectionServer& svr) {
+  svr.set_payload_max_length(options_.max_body_bytes);
+  svr.set_pre_routing_handler([this](const Request& req, Response& res) { return Admit(req, res); });
+  svr.set_expect_100_continue_handler([this](const Request& req, Response& res) {
+    return Admit(req, res) == httplib::Server::HandlerResponse::Handled ? res.status : 100;
+  });
+  svr.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    Log(log::Level::kError, "http handler failed",
+        {{"method", req.method}, {"path", req.path}, {"error", what}});
+    SendJson(res, 500, {{"error", "internal error"}});
+    CloseConnection(res);
+  });
+  svr.set_logger([](const Request& req, const Response& res) {
+    Log(log::Level::kDebug, "http request",
+        {{"method", req.method}, {"path", req.path}, {"status", res.status},
+         {"remote", req.remote_addr}});
+  });
+  svr.Post("/mcp", [this](const Request& req, Response& res, const httplib::ContentReader& r) {
+    PostMcp(req, res, r);
+  });
+  svr.Get("/mcp", [this](const Request& req, Response& res) { GetMcp(req, res); });
+  svr.Delete("/mcp", [this](const Request& req, Response& res) { DeleteMcp(req, res); });
+  svr.Get("/sse", [this](const Request& req, Response& res) { GetSse(req, res); });
+  svr.Post("/messages", [this](const Request& req, Response& res,
+                               const httplib::ContentReader& r) { PostMessages(req, res, r); });
+}
+
+// Runs before routing and before any body is read: health, routes and methods, Origin, auth,
+// and the framing of the body (its size is checked before a byte of it is read).
+httplib::Server::HandlerResponse HttpServer::Impl::Admit(const Request& req, Response& res) {
+  using HR = httplib::Server::HandlerResponse;
+  const bool has_body = HasBody(req);
+  auto reject = [&](int status, const json& body) {
+    SendJson(res, status, body);
+    if (has_body) CloseConnection(res);
+    return HR::Handled;
+  };
+  if (req.path == "/healthz") {
+    if (req.method != "GET" && req.method != "HEAD") {
+      res.set_header("Allow", "GET, HEAD");
+      return reject(405, {{"error", "method not allowed"}});
+    }
+    res.status = 200;
+    res.set_content("ok", "text/plain");
+    if (has_body) CloseConnection(res);
+    return HR::Handled;
+  }
+  const Route* route = FindRoute(req.path);
+  if (route == nullptr) return reject(404, {{"error", "not found"}});
+
+  if (auto origin = Header(req, "Origin");
+      origin && !http::OriginAllowed(*origin, options_.allowed_origins)) {
+    Log(log::Level::kWarn, "request from a foreign origin refused",
+        {{"origin", std::string(*origin)}, {"path", req.path}, {"remote", req.remote_addr}});
+    return reject(403, {{"error", "origin not allowed"}});
+  }
+  if (!options_.auth_token.empty()) {
+    const auto token = http::RequestToken(Header(req, "X-MCP-AUTH"), Header(req, "Authorization"));
+    if (!token || !http::ConstantTimeEquals(*token, options_.auth_token)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      return reject(401, {{"error", "unauthorized"}});
+    }
+  }
+  if (!MethodAllowed(*route, req.method)) {
+    res.set_header("Allow", std::string(route->allow));
+    return reject(405, {{"error", "method not allowed"}});
+  }
+  if (req.method != "POST") {
+    if (has_body) return reject(400, {{"error", "this request takes no body"}});
+    return HR::Unhandled;
+  }
+  if (auto te = Header(req, "Transfer-Encoding")) {
+    if (*te != "chunked") return reject(501, {{"error", "unsupported transfer encoding"}});
+  } else if (auto length = Header(req, "Content-Length")) {
+    const std::optional<uint64_t> n = ContentLength(*length);
+    if (!n) return reject(400, {{"error", "invalid Content-Length"}});
+    if (*n > options_.max_body_bytes) {
+      SendRpcError(res, 413, kTransportError,
+                   "Payload Too Large: the body is larger than " +
+                       std::to_string(options_.max_body_bytes) + " bytes");
+      CloseConnection(res);
+      return HR::Handled;
+    }
+  } else {
+    return reject(411, {{"error", "Content-Length required"}});
+  }
+  // httplib would hand a multipart body to its form parser instead of to us.
+  if (auto type = Header(req, "Content-Type"); type && type->rfind("multipart/", 0) == 0) {
+    return reject(415, {{"error", "the body must be one JSON-RPC message"}});
+  }
+  return HR::Unhandled;
+}
+
+bool HttpServer::Impl::ReadBody(Response& res, const httplib::ContentReader& reader,
+                                std::string* body) {
+  bool too_large = false;
+  const bool ok = reader([&](const char* data, size_t n) {
+    if (body->size() + n > options_.max_body_bytes) {
+      too_large = true;
+      return false;
+    }
+    body->append(data, n);
+    return true;
+  });
+  if (ok) return true;
+  if (too_large) {
+    SendRpcError(res, 413, kTransportError,
+                 "Payload Too Large: the body is larger than " +
+                     std::to_string(options_.max_body_bytes) + " bytes");
+  } else {
+    SendRpcError(res, 400, kTransportError, "Bad Request: could not read the body");
+  }
+  CloseConnection(res);
+  return false;
+}
+
+bool HttpServer::Impl::CheckProtocolVersion(const Request& req, Response& res) {
+  auto version = Header(req, kVersionHeader);
+  if (!version || IsSupportedProtocolVersion(*version)) return true;
+  SendRpcError(res, 400, kTransportError,
+               "Bad Request: unsupported MCP-Protocol-Version \"" + std::string(*version) +
+                   "\" (supported: " + SupportedVersions() + ")");
+  return false;
+}
+
+std::shared_ptr<Session> HttpServer::Impl::SessionFromHeader(const Request& req, Response& res) {
+  auto id = Header(req, kSessionHeader);
+  if (!id) {
+    SendRpcError(res, 400, kTransportError, "Bad Request: Mcp-Session-Id header is required");
+    return nullptr;
+  }
+  auto session = FindSession(std::string(*id), Kind::kStreamable);
+  if (!session) SendRpcError(res, 404, kSessionNotFound, "Session not found");
+  return session;
+}
+
+void HttpServer::Impl::PostMcp(const Request& req, Response& res,
+                               const httplib::ContentReader& reader) {
+  std::string body;
+  if (!ReadBody(res, reader, &body) || !CheckProtocolVersion(req, res)) return;
+
+  const jsonrpc::Incoming incoming = jsonrpc::Parse(body);
+  const auto* request = std::get_if<jsonrpc::Request>(&incoming);
+  const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
+  const http::ResponseMode mode =
+      http::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
+  if ((request || invalid) && mode == http::ResponseMode::kNotAcceptable) {
+    SendRpcError(res, 406, kTransportError,
+                 "Not Acceptable: Accept must allow application/json or text/event-stream");
+    return;
+  }
+
+  std::shared_ptr<Session> session;
+  std::string new_id;
+  if (!req.has_header(kSessionHeader)) {
+    if (invalid) {
+      SendJson(res, 400, invalid->error_response);
+      return;
+    }
+    if (!request || request->method != "initialize") {
+      SendRpcError(res, 400, kTransportError, "Bad Request: Mcp-Session-Id header is required");
+      return;
+    }
+    std::optional<std::string> id = NewSessionId(res);
+    if (!id) return;
+    new_id = std::move(*id);
+    session = server_.NewSession(SessionLabel(new_id));
+  } else {
+    session = SessionFromHeader(req, res);
+    if (!session) return;
+  }
+
+  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
+  if (!queue.ok()) {
+    Log(log::Level::kError, "cannot answer a request", {{"error", queue.error().message}});
+    SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
+    return;
+  }
+  const http::SinkMode sink_mode = mode == http::ResponseMode::kJson
+                                       ? http::SinkMode::kRequestJson
+                                       : http::SinkMode::kRequestStream;
+  const Handled handled =
+      session->Handle(body, std::make_shared<http::QueueSink>(*queue, sink_mode));
+  body = std::string();  // a large body (code, stdin) need not live as long as the reply
+
+  if (!new_id.empty()) {
+    // initialize answers synchronously; only a successful one opens a session.
+    if (session->Initialized() && AddSession(new_id, session, nullptr)) {
+      res.set_header(kSessionHeader, new_id);
+      Log(log::Level::kInfo, "http session opened",
+          {{"session", SessionLabel(new_id)}, {"transport", "streamable-http"},
+           {"remote", req.remote_addr}});
+    } else {
+      session->Close();
+      if (session->Initialized()) {
+        SendRpcError(res, 503, kTransportError, "Service Unavailable: too many sessions");
+        return;
+      }
+    }
+  }
+  if (handled == Handled::kNoResponse) {
+    res.status = 202;
+    return;
+  }
+  const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
+  if (new_id.empty()) TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
+  if (mode == http::ResponseMode::kJson) {
+    ReplyJson(res, *session, **queue, id);
+  } else {
+    ReplyStream(res, session, *queue, id);
+  }
+}
+
+void HttpServer::Impl::ReplyJson(Response& res, Session& session, http::MessageQueue& queue,
+                                 const jsonrpc::Id& id) {
+  const int sock = http::ConnectionServer::CurrentSocket();
+  while (true) {
+    switch (http::WaitForMessages(queue.WaitFd(), sock, stop_fd_.Get(), options_.sse_keep_alive)) {
+      case http::WaitResult::kTimeout:
+        continue;
+      case http::WaitResult::kPeerClosed:
+        session.Cancel(id);
+        CloseConnection(res);
+        res.status = 400;  // never seen: the client is gone
+        return;
+      case http::WaitResult::kStopped:
+        session.Cancel(id);
+        CloseConnection(res);
+        SendRpcError(res, 503, kTransportError, "Service Unavailable: the server is stopping");
+        return;
+      case http::WaitResult::kReady:
+        break;
+    }
+    http::MessageQueue::Batch batch = queue.Take();
+    if (batch.final) {
+      res.status = 200;
+      res.set_content(std::move(batch.messages.back()), "application/json");
+      return;
+    }
+    if (batch.aborted) {
+      SendRpcError(res, 404, kSessionNotFound, "Session not found");
+      return;
+    }
+  }
+}
+
+void HttpServer::Impl::ReplyStream(Response& res, std::shared_ptr<Session> session,
+                                   std::shared_ptr<http::MessageQueue> queue, jsonrpc::Id id) {
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto finished = std::make_shared<bool>(false);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, queue, finished](size_t, httplib::DataSink& out) {
+        return Pump(*queue, out, finished.get());
+      },
+      [session = std::move(session), finished, id = std::move(id)](bool) {
+        // The stream ended before its response: the client hung up (or the server is
+        // stopping), so nobody will read the result of the run.
+        if (!*finished) session->Cancel(id);
+      });
+}
+
+// One step of an event stream: waits for messages and writes them, or writes a keep-alive.
+// False ends the connection. `finished` (Streamable HTTP only) is set after the final response.
+bool HttpServer::Impl::Pump(http::MessageQueue& queue, httplib::DataSink& out, bool* finished) {
+  const int sock = http::ConnectionServer::CurrentSocket();
+  switch (http::WaitForMessages(queue.WaitFd(), sock, stop_fd_.Get(), options_.sse_keep_alive)) {
+    case http::WaitResult::kStopped:
+    case http::WaitResult::kPeerClosed:
+      return false;
+    case http::WaitResult::kTimeout:
+      return Write(out, http::kSseKeepAlive);
+    case http::WaitResult::kReady:
+      break;
+  }
+  http::MessageQueue::Batch batch = queue.Take();
+  for (const std::string& message : batch.messages) {
+    if (!Write(out, http::SseEvent("message", message))) return false;
+  }
+  if (batch.final || batch.aborted) {
+    if (finished) *finished = batch.final;
+    out.done();
+  }
+  return true;
+}
+
+bool HttpServer::Impl::Write(httplib::DataSink& out, std::string_view data) {
+  return out.write(data.data(), data.size());
+}
+
+void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
+  if (!CheckProtocolVersion(req, res) || !SessionFromHeader(req, res)) return;
+  // The server never sends a message that is not part of a request's reply, so it offers no
+  // standalone stream (2025-11-25 transports: "or else return 405").
+  res.set_header("Allow", "POST, DELETE");
+  SendRpcError(res, 405, kTransportError, "Method Not Allowed: no server-initiated stream");
+}
+
+void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {
+  if (!CheckProtocolVersion(req, res) || !SessionFromHeader(req, res)) return;
+  RemoveSession(std::string(*Header(req, kSessionHeader)), "deleted by the client");
+  res.status = 200;
+}
+
+void HttpServer::Impl::GetSse(const Request& req, Response& res) {
+  std::optional<std::string> id = NewSessionId(res);
+  if (!id) return;
+  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
+  if (!queue.ok()) {
+    Log(log::Level::kError, "cannot open an event stream", {{"error", queue.error().message}});
+    SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
+    return;
+  }
+  auto session = server_.NewSession(SessionLabel(*id));
+  if (!AddSession(*id, session, *queue)) {
+    session->Close();
+    SendRpcError(res, 503, kTransportError, "Service Unavailable: too many sessions");
+    return;
+  }
+  Log(log::Level::kInfo, "http session opened",
+      {{"session", SessionLabel(*id)}, {"transport", "sse"}, {"remote", req.remote_addr}});
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto endpoint_sent = std::make_shared<bool>(false);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, queue = *queue, endpoint_sent, endpoint = "/messages?sessionId=" + *id](
+          size_t, httplib::DataSink& out) {
+        if (!*endpoint_sent) {
+          *endpoint_sent = true;
+          return Write(out, http::SseEvent("endpoint", endpoint));
+        }
+        return Pump(*queue, out, nullptr);
+      },
+      [this, id = *id](bool) { RemoveSession(id, "event stream closed"); });
+}
+
+void HttpServer::Impl::PostMessages(const Request& req, Response& res,
+                                    const httplib::ContentReader& reader) {
+  std::string body;
+  if (!ReadBody(res, reader, &body)) return;
+  if (!req.has_param("sessionId")) {
+    SendRpcError(res, 400, kTransportError, "Bad Request: the sessionId parameter is required");
+    return;
+  }
+  std::shared_ptr<http::MessageQueue> stream;
+  auto session = FindSession(req.get_param_value("sessionId"), Kind::kLegacy, &stream);
+  if (!session) {
+    SendRpcError(res, 404, kSessionNotFound, "Session not found");
+    return;
+  }
+  session->Handle(body, std::make_shared<http::QueueSink>(stream, http::SinkMode::kSessionStream));
+  res.status = 202;
+  res.set_content("Accepted", "text/plain");
+}
+
+std::optional<std::string> HttpServer::Impl::NewSessionId(Response& res) {
+  Result<std::string> id = http::NewSessionId();
+  if (id.ok()) return std::move(id).value();
+  Log(log::Level::kError, "cannot create a session id", {{"error", id.error().message}});
+  SendRpcError(res, 503, kTransportError, "Service Unavailable: cannot create a session");
+  return std::nullopt;
+}
+
+bool HttpServer::Impl::AddSession(const std::string& id, std::shared_ptr<Session> session,
+                                  std::shared_ptr<http::MessageQueue> stream) {
+  const auto now = Clock::now();
+  std::vector<std::shared_ptr<Session>> expired;
+  bool added = false;
+  {
+    std::lock_guard lock(mu_);
+    if (sessions_.size() >= options_.max_sessions) {
+      for (auto it = sessions_.begin(); it != sessions_.end();) {
+        SessionEntry& e = it->second;
+        std::erase_if(e.replies, [](const auto& weak) { return weak.expired(); });
+        if (!e.stream && e.replies.empty() && now - e.last_used > options_.session_idle_timeout) {
+          expired.push_back(e.session);
+          it = sessions_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (sessions_.size() < options_.max_sessions) {
+      sessions_[id] = SessionEntry{std::move(session), std::move(stream), now, {}};
+      added = true;
+    }
+  }
+  for (auto& s : expired) s->Close();
+  if (!expired.empty()) Log(log::Level::kInfo, "idle http sessions closed", {{"count", expired.size()}});
+  if (!added) Log(log::Level::kWarn, "too many sessions", {{"max_sessions", options_.max_sessions}});
+  return added;
+}
+
+std::shared_ptr<Session> HttpServer::Impl::FindSession(const std::string& id, Kind kind,
+                                                       std::shared_ptr<http::MessageQueue>* stream) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || (kind == Kind::kLegacy) != (it->second.stream != nullptr)) {
+    return nullptr;
+  }
+  it->second.last_used = Clock::now();
+  if (stream) *stream = it->second.stream;
+  return it->second.session;
+}
+
+void HttpServer::Impl::TrackReply(const std::string& id,
+                                  const std::shared_ptr<http::MessageQueue>& queue) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    queue->Abort();  // deleted while the request was being handled
+    return;
+  }
+  auto& replies = it->second.replies;
+  std::erase_if(replies, [](const auto& weak) { return weak.expired(); });
+  replies.push_back(queue);
+}
+
+void HttpServer::Impl::RemoveSession(const std::string& id, std::string_view why) {
+  SessionEntry entry;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    entry = std::move(it->second);
+    sessions_.erase(it);
+  }
+  for (auto& weak : entry.replies) {
+    if (auto queue = weak.lock()) queue->Abort();
+  }
+  entry.session->Close();
+  Log(log::Level::kInfo, "http session closed", {{"session", SessionLabel(id)}, {"why", why}});
+}
+
+HttpServer::HttpServer(Server& server, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(server, std::move(options))) {}
+
+HttpServer::~HttpServer() = default;
+
+Result<int> HttpServer::Start() { return impl_->Start(); }
+
+void HttpServer::Stop() { impl_->Stop(); }
+
+int HttpServer::Port() const { return impl_->Port(); }
+
+}  // namespace mcpexec::mcp

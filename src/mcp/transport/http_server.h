@@ -1,0 +1,72 @@
+// HttpServer: the MCP server over HTTP. Serves, on one port:
+//   /mcp       Streamable HTTP (2025-11-25): POST one JSON-RPC message, answered with JSON or an
+//              SSE stream (by the Accept header); DELETE ends the session; GET is answered 405
+//              (this server never sends unsolicited messages, so it offers no GET stream).
+//   /sse       legacy HTTP+SSE (2024-11-05): an event stream whose first event names the POST
+//              endpoint, /messages?sessionId=<id>; replies arrive on the stream.
+//   /healthz   200 "ok", without auth.
+// Every other request needs the token (X-MCP-AUTH or Authorization: Bearer) when one is set,
+// and an Origin, if it carries one, from the allow-list.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "mcp/server.h"
+#include "mcp/transport/http_checks.h"
+
+namespace mcpexec::mcp {
+
+struct HttpServerOptions {
+  http::ListenAddress listen;  // from http::ParseListenAddress(MCP_EXEC_ADDR)
+  std::string auth_token;      // empty = no auth (a warning is logged off loopback)
+  // Origins allowed besides http(s)://localhost|127.0.0.1|[::1]:any; "*" allows all.
+  std::vector<std::string> allowed_origins;
+  size_t max_body_bytes = 8u << 20;  // a larger POST body gets 413 before it is read
+
+  std::chrono::milliseconds read_timeout{10000};      // one read while receiving a request
+  std::chrono::milliseconds request_timeout{60000};   // receiving a whole request, body included
+  std::chrono::milliseconds write_timeout{10000};     // one write; a client that stops reading
+                                                      // for longer is disconnected
+  std::chrono::milliseconds keep_alive_timeout{30000};  // idle connection between requests
+  std::chrono::milliseconds sse_keep_alive{15000};      // comment on an idle event stream
+
+  size_t max_connections = 1024;  // open connections (each holds a thread); beyond: 503
+  size_t max_sessions = 4096;     // open sessions; beyond (after expiring idle ones): 503
+  // A Streamable HTTP session unused for this long, with nothing running, is closed. Legacy SSE
+  // sessions live as long as their stream.
+  std::chrono::milliseconds session_idle_timeout{std::chrono::hours(1)};
+  size_t max_pending_notification_bytes = 4u << 20;  // per stream, for clients that stop reading
+};
+
+class HttpServer {
+ public:
+  // `server` must outlive this object.
+  HttpServer(Server& server, HttpServerOptions options);
+  // Stops (see Stop()).
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, then serves on a background thread. Returns the bound port (the chosen one when the
+  // options ask for port 0). kUnavailable when the address cannot be bound; call once.
+  Result<int> Start();
+
+  // Stops accepting, ends every open stream and connection (waiting for their threads), then
+  // closes every session, which cancels the calls still running. Idempotent; thread-safe; not
+  // to be called from a handler.
+  void Stop();
+
+  // The bound port, 0 before Start().
+  int Port() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mcpexec::mcp

@@ -1,0 +1,41 @@
+// WorkerPool: a fixed set of long-lived threads running tool calls, with a bounded queue.
+// Long-lived matters: a sandbox dies with the thread that created it (PR_SET_PDEATHSIG).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mcpexec::mcp {
+
+class WorkerPool {
+ public:
+  // `workers` threads (at least 1) and room for `queue_capacity` waiting tasks.
+  WorkerPool(size_t workers, size_t queue_capacity);
+  // Runs every queued task, then joins the threads.
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Queues `task`; false (and `task` dropped) when the queue is full. Thread-safe.
+  bool TrySubmit(std::function<void()> task);
+
+  size_t Workers() const { return threads_.size(); }
+  size_t QueueCapacity() const { return capacity_; }
+
+ private:
+  void Loop();
+
+  const size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace mcpexec::mcp
