@@ -77,16 +77,16 @@ TEST(RunConfig, FlagsWinOverTheEnvironment) {
     if (name == "MCP_EXEC_MAX_OUTPUT_BYTES") return "100";
     return std::nullopt;
   };
-  auto c = ResolveRunConfig("/default", env, Parse({"--rootfs", "/from-flag"}));
+  auto c = ResolveConfig("/default", env, Parse({"--rootfs", "/from-flag"}).config);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->rootfs, "/from-flag");
   EXPECT_EQ(c->max_output_bytes, 100u);
-  auto d = ResolveRunConfig("/default", NoEnv(), Parse({}));
+  auto d = ResolveConfig("/default", NoEnv(), Parse({}).config);
   EXPECT_EQ(d->rootfs, "/default");
 }
 
 TEST(RunConfig, BadFlagValueIsAnError) {
-  auto c = ResolveRunConfig("/d", NoEnv(), Parse({"--workspace-bytes", "lots"}));
+  auto c = ResolveConfig("/d", NoEnv(), Parse({"--workspace-bytes", "lots"}).config);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.error().message, HasSubstr("MCP_EXEC_WORKSPACE_BYTES"));
 }
