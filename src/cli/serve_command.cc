@@ -52,6 +52,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   if (config->transport == "stdio") {
     auto served = mcp::ServeStdio(server, STDIN_FILENO, STDOUT_FILENO,
                                   config::MaxMessageBytes(*config));
+    pool.Drain();  // the cancelled calls end before the server they belong to
     if (!served.ok()) {
       log::Error("stdio transport failed", {{"error", served.error().message}});
       return 1;

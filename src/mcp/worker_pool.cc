@@ -2,19 +2,23 @@
 
 namespace mcpexec::mcp {
 
-WorkerPool::WorkerPool(size_t workers, size_t queue_capacity) : capacity_(queue_capacity) {
-  if (workers == 0) workers = 1;
-  threads_.reserve(workers);
-  for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { Loop(); });
+WorkerPool::WorkerPool(size_t workers, size_t queue_capacity)
+    : capacity_(queue_capacity), workers_(workers == 0 ? 1 : workers) {
+  threads_.reserve(workers_);
+  for (size_t i = 0; i < workers_; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
-WorkerPool::~WorkerPool() {
+WorkerPool::~WorkerPool() { Drain(); }
+
+void WorkerPool::Drain() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 bool WorkerPool::TrySubmit(std::function<void()> task) {

@@ -16,7 +16,7 @@ class WorkerPool {
  public:
   // `workers` threads (at least 1) and room for `queue_capacity` waiting tasks.
   WorkerPool(size_t workers, size_t queue_capacity);
-  // Runs every queued task, then joins the threads.
+  // Drain().
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -24,13 +24,18 @@ class WorkerPool {
   // Queues `task`; false (and `task` dropped) when the queue is full. Thread-safe.
   bool TrySubmit(std::function<void()> task);
 
-  size_t Workers() const { return threads_.size(); }
+  // Stops taking tasks, runs every queued one, and joins the threads. Idempotent. Call it
+  // before destroying what the tasks use (the server, its tools).
+  void Drain();
+
+  size_t Workers() const { return workers_; }
   size_t QueueCapacity() const { return capacity_; }
 
  private:
   void Loop();
 
   const size_t capacity_;
+  size_t workers_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;

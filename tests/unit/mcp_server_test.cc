@@ -215,6 +215,8 @@ TEST_F(McpServerTest, FullQueueIsABusyToolError) {
                           {"params", {{"name", "fake"}, {"arguments", {{"sleep_ms", 300}}}}}}
                          .dump(),
                      sinks.back());
+    // Let a worker take each of the first two before the next arrives.
+    if (i < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   json busy = Request(99, "tools/call", {{"name", "fake"}, {"arguments", json::object()}});
   EXPECT_EQ(busy["result"]["isError"], true);
