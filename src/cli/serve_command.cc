@@ -9,6 +9,7 @@
 #include "exec/exec_tool.h"
 #include "log/log.h"
 #include "mcp/server.h"
+#include "mcp/transport/http_server.h"
 #include "mcp/transport/stdio.h"
 #include "mcp/worker_pool.h"
 #include "sandbox/plan.h"
@@ -22,6 +23,44 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions& options) {
   serve->footer("Every flag has an MCP_EXEC_* variable of the same meaning; flags win.");
   return serve;
 }
+
+namespace {
+
+sigset_t StopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+// Serves Streamable HTTP and legacy SSE until SIGINT or SIGTERM.
+int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& config) {
+  auto address = mcp::http::ParseListenAddress(config.addr);
+  if (!address.ok()) {
+    log::Error("invalid configuration", {{"error", address.error().message}});
+    return 1;
+  }
+  mcp::HttpServerOptions options;
+  options.listen = *address;
+  options.auth_token = config.auth_token;
+  options.max_body_bytes = config::MaxMessageBytes(config);
+  mcp::HttpServer http(server, options);
+  auto port = http.Start();
+  if (!port.ok()) {
+    log::Error("cannot start the http server", {{"error", port.error().message}});
+    return 1;
+  }
+  int signal_number = 0;
+  const sigset_t stop_signals = StopSignals();
+  sigwait(&stop_signals, &signal_number);
+  log::Info("stopping", {{"signal", signal_number}});
+  http.Stop();
+  pool.Drain();
+  return 0;
+}
+
+}  // namespace
 
 int ServeCommand(const std::string& default_rootfs, const std::string& version,
                  const ServeOptions& options) {
@@ -37,6 +76,11 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   }
   // A client that goes away mid-write must not kill the server.
   signal(SIGPIPE, SIG_IGN);
+  if (config->transport != "stdio") {
+    // Blocked before any thread starts, so that only ServeHttp's sigwait() takes them.
+    const sigset_t stop_signals = StopSignals();
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  }
 
   mcp::WorkerPool pool(static_cast<size_t>(config->max_concurrency),
                        static_cast<size_t>(config->max_queue));
@@ -60,8 +104,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Info("stdin closed: stopping");
     return 0;
   }
-  log::Error("transport not available in this build", {{"transport", config->transport}});
-  return 1;
+  return ServeHttp(server, pool, *config);
 }
 
 }  // namespace mcpexec::cli

@@ -101,8 +101,8 @@ struct TypeMatch {
   }
 };
 
-void MatchRange(std::string_view range, std::string_view type, std::string_view subtype,
-                double q, TypeMatch& match) {
+void MatchRange(std::string_view range, std::string_view type, std::string_view subtype, double q,
+                TypeMatch& match) {
   const size_t slash = range.find('/');
   if (slash == std::string_view::npos) return;
   std::string_view r_type = Trim(range.substr(0, slash));
@@ -220,10 +220,11 @@ bool ConstantTimeEquals(std::string_view provided, std::string_view expected) {
   volatile uint64_t diff = static_cast<uint64_t>(n ^ expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     const uint64_t in_range = static_cast<uint64_t>(i < n);  // 1 or 0, no branch
-    const size_t index = static_cast<size_t>(in_range) * i;   // stays in bounds when n > 0
+    const size_t index = static_cast<size_t>(in_range) * i;  // stays in bounds when n > 0
     const unsigned char p =
-        n == 0 ? 0 : static_cast<unsigned char>(static_cast<unsigned char>(provided[index]) &
-                                                static_cast<unsigned char>(0 - in_range));
+        n == 0 ? 0
+               : static_cast<unsigned char>(static_cast<unsigned char>(provided[index]) &
+                                            static_cast<unsigned char>(0 - in_range));
     diff = diff | static_cast<uint64_t>(p ^ static_cast<unsigned char>(expected[i]));
   }
   return diff == 0;
@@ -235,7 +236,8 @@ std::optional<std::string_view> RequestToken(std::optional<std::string_view> x_m
   if (!authorization) return std::nullopt;
   std::string_view value = Trim(*authorization);
   constexpr std::string_view kBearer = "bearer";
-  if (value.size() <= kBearer.size() || !EqualsIgnoreCase(value.substr(0, kBearer.size()), kBearer) ||
+  if (value.size() <= kBearer.size() ||
+      !EqualsIgnoreCase(value.substr(0, kBearer.size()), kBearer) ||
       (value[kBearer.size()] != ' ' && value[kBearer.size()] != '\t')) {
     return std::nullopt;
   }

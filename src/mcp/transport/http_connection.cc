@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -75,7 +77,13 @@ class SocketStream final : public httplib::Stream {
   }
 
   // Starts the clock of one request: reads fail once it has taken longer than request_timeout.
-  void StartRequest() { deadline_ = Clock::now() + limits_.request_timeout; }
+  void StartRequest() {
+    deadline_ = Clock::now() + limits_.request_timeout;
+    read_failed_ = false;
+  }
+  // A read of the current request timed out, failed or met EOF: httplib may still answer
+  // (400), but the connection is not reusable.
+  bool ReadFailed() const { return read_failed_; }
   bool HasBuffered() const { return begin_ < end_; }
 
   bool is_readable() const override {
@@ -83,8 +91,8 @@ class SocketStream final : public httplib::Stream {
   }
 
   bool is_writable() const override {
-    return PollWithStop(sock_, POLLOUT, stop_fd_,
-                        static_cast<int>(limits_.write_timeout.count())) > 0;
+    return PollWithStop(sock_, POLLOUT, stop_fd_, static_cast<int>(limits_.write_timeout.count())) >
+           0;
   }
 
   ssize_t read(char* ptr, size_t size) override {
@@ -139,9 +147,13 @@ class SocketStream final : public httplib::Stream {
   ssize_t Receive(char* ptr, size_t size) {
     while (true) {
       const int wait = ReadWaitMs();
-      if (wait <= 0 || PollWithStop(sock_, POLLIN, stop_fd_, wait) <= 0) return -1;
+      if (wait <= 0 || PollWithStop(sock_, POLLIN, stop_fd_, wait) <= 0) {
+        read_failed_ = true;
+        return -1;
+      }
       const ssize_t n = recv(sock_, ptr, size, MSG_DONTWAIT);
       if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (n <= 0) read_failed_ = true;
       return n;
     }
   }
@@ -150,11 +162,28 @@ class SocketStream final : public httplib::Stream {
   const int stop_fd_;
   const ConnectionLimits& limits_;
   Clock::time_point deadline_ = Clock::now();
+  bool read_failed_ = false;
   std::string remote_ip_, local_ip_;
   int remote_port_ = -1, local_port_ = -1;
   char buffer_[8192];
   size_t begin_ = 0, end_ = 0;
 };
+
+// Closes a connection whose request body may still be arriving (an early 413, 401...). A close
+// with unread bytes sends RST, which can destroy the response before the client reads it: so
+// half-close, then discard what comes for a short while first.
+void LingeringClose(int sock, int stop_fd) {
+  shutdown(sock, SHUT_WR);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(500);
+  char discard[16384];
+  size_t total = 0;
+  while (total < (8u << 20) && PollWithStop(sock, POLLIN, stop_fd, RemainingMs(deadline)) > 0) {
+    const ssize_t n = recv(sock, discard, sizeof discard, MSG_DONTWAIT);
+    if (n <= 0 && !(n < 0 && (errno == EINTR || errno == EAGAIN))) break;
+    if (n > 0) total += static_cast<size_t>(n);
+  }
+  close(sock);
+}
 
 }  // namespace
 
@@ -240,20 +269,21 @@ void ConnectionServer::CloseAfterResponse() {
   if (tls_connection) tls_connection->close_after_response = true;
 }
 
-size_t ConnectionServer::OpenConnections() const { return open_.load(); }
-
 void ConnectionServer::Reject(int sock) {
-  static std::atomic<int64_t> last_log_s{0};
+  // One log line per 10 s of refusals at most: a flood must not flood the log too.
+  const uint64_t refused = refused_.fetch_add(1) + 1;
   const int64_t now_s =
       std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
-  if (now_s - last_log_s.exchange(now_s) >= 10) {
+  int64_t last = last_refusal_log_s_.load();
+  if (now_s - last >= 10 && last_refusal_log_s_.compare_exchange_strong(last, now_s)) {
     log::Warn("too many connections: refusing new ones with 503",
-              {{"max_connections", limits_.max_connections}});
+              {{"max_connections", limits_.max_connections}, {"refused_so_far", refused}});
   }
   static constexpr std::string_view kBody = "{\"error\":\"too many connections\"}";
-  const std::string response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json"
-                               "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
-                               std::to_string(kBody.size()) + "\r\n\r\n" + std::string(kBody);
+  const std::string response =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json"
+      "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(kBody.size()) + "\r\n\r\n" + std::string(kBody);
   // Never block the accept thread: what does not fit in the socket buffer is lost.
   (void)!send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(sock, SHUT_WR);
@@ -269,7 +299,10 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     Reject(sock);
     return false;
   }
-  open_.fetch_add(1);
+  // Responses go out in several writes (headers, then each event): without TCP_NODELAY, Nagle
+  // holds the second one back until the client's delayed ACK, ~40 ms per reply.
+  const int one = 1;
+  setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   ConnectionState state;
   state.sock = sock;
   tls_connection = &state;
@@ -281,8 +314,8 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
   bool ok = true;
   for (size_t served = 0; served < limits_.keep_alive_max_requests; ++served) {
     if (!stream.HasBuffered() &&
-        PollWithStop(sock, POLLIN, stop_fd_, static_cast<int>(limits_.keep_alive_timeout.count())) <=
-            0) {
+        PollWithStop(sock, POLLIN, stop_fd_,
+                     static_cast<int>(limits_.keep_alive_timeout.count())) <= 0) {
       break;  // idle too long, stopping, or the socket failed
     }
     stream.StartRequest();
@@ -290,17 +323,19 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     bool connection_closed = false;
     const bool last = served + 1 == limits_.keep_alive_max_requests;
     ok = process_request(stream, last, connection_closed, setup);
-    if (!ok || connection_closed || state.close_after_response) break;
+    if (!ok || connection_closed || state.close_after_response || stream.ReadFailed()) break;
   }
   tls_connection = nullptr;
-  shutdown(sock, SHUT_RDWR);
-  close(sock);
-  open_.fetch_sub(1);
+  if (state.close_after_response) {
+    LingeringClose(sock, stop_fd_);
+  } else {
+    shutdown(sock, SHUT_RDWR);
+    close(sock);
+  }
   return ok;
 }
 
-WaitResult WaitForMessages(int queue_fd, int sock, int stop_fd,
-                           std::chrono::milliseconds timeout) {
+WaitResult WaitForMessages(int queue_fd, int sock, int stop_fd, std::chrono::milliseconds timeout) {
   pollfd fds[3] = {{stop_fd, POLLIN, 0}, {queue_fd, POLLIN, 0}, {sock, POLLRDHUP, 0}};
   const nfds_t count = sock >= 0 ? 3 : 2;
   const auto deadline = Clock::now() + timeout;

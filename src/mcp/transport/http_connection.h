@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
@@ -43,8 +44,6 @@ class ConnectionServer : public httplib::Server {
   static void CloseAfterResponse();
 
   const ConnectionLimits& Limits() const { return limits_; }
-  // Connections currently served.
-  size_t OpenConnections() const;
 
  private:
   class Threads;
@@ -54,7 +53,8 @@ class ConnectionServer : public httplib::Server {
 
   const ConnectionLimits limits_;
   const int stop_fd_;
-  std::atomic<size_t> open_{0};
+  std::atomic<uint64_t> refused_{0};
+  std::atomic<int64_t> last_refusal_log_s_{-3600};
 };
 
 // What ended a wait for queued messages.

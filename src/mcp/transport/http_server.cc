@@ -1,12 +1,13 @@
 #include "mcp/transport/http_server.h"
 
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -17,68 +18,31 @@
 #include "jsonrpc/message.h"
 #include "log/log.h"
 #include "mcp/protocol.h"
+#include "mcp/transport/http_admission.h"
 #include "mcp/transport/http_connection.h"
+#include "mcp/transport/http_sessions.h"
 #include "mcp/transport/sse_stream.h"
 
 namespace mcpexec::mcp {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using httplib::Request;
 using httplib::Response;
 using nlohmann::json;
 
+using http::CloseConnection;
+using http::Header;
+using http::kSessionNotFound;
+using http::kTransportError;
+using http::SendJson;
+using http::SendRpcError;
+
 constexpr char kSessionHeader[] = "Mcp-Session-Id";
 constexpr char kVersionHeader[] = "MCP-Protocol-Version";
-// The codes the TypeScript SDK's server uses for transport-level errors with a JSON-RPC body.
-constexpr int kTransportError = -32000;
-constexpr int kSessionNotFound = -32001;
 constexpr int kListenBacklog = 1024;
-
-// Every log line of the transport goes through here.
-void Log(log::Level level, std::string_view msg, const json& fields = json::object()) {
-  log::Write(level, msg, fields);
-}
 
 // Session ids are bearer capabilities: logs get a prefix, enough to correlate, not to use.
 std::string SessionLabel(const std::string& id) { return id.substr(0, 8); }
-
-std::optional<std::string_view> Header(const Request& req, const char* name) {
-  auto it = req.headers.find(name);
-  if (it == req.headers.end()) return std::nullopt;
-  return std::string_view(it->second);
-}
-
-void SendJson(Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(jsonrpc::Serialize(body), "application/json");
-}
-
-void SendRpcError(Response& res, int status, int code, const std::string& message) {
-  SendJson(res, status, jsonrpc::MakeError(nullptr, code, message));
-}
-
-// For a request whose body will not be read: the connection cannot be reused.
-void CloseConnection(Response& res) {
-  res.set_header("Connection", "close");
-  http::ConnectionServer::CloseAfterResponse();
-}
-
-bool HasBody(const Request& req) {
-  if (req.has_header("Transfer-Encoding")) return true;
-  auto length = Header(req, "Content-Length");
-  return length && *length != "0";
-}
-
-std::optional<uint64_t> ContentLength(std::string_view text) {
-  if (text.empty() || text.size() > 19) return std::nullopt;
-  uint64_t n = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return n;
-}
 
 std::string SupportedVersions() {
   std::string out;
@@ -89,32 +53,20 @@ std::string SupportedVersions() {
   return out;
 }
 
-struct Route {
-  std::string_view path;
-  std::string_view allow;  // the Allow header of a 405
-};
-constexpr Route kRoutes[] = {
-    {"/mcp", "GET, POST, DELETE"},
-    {"/sse", "GET"},
-    {"/messages", "POST"},
-};
-
-const Route* FindRoute(std::string_view path) {
-  for (const Route& r : kRoutes) {
-    if (r.path == path) return &r;
-  }
-  return nullptr;
-}
-
-bool MethodAllowed(const Route& route, std::string_view method) {
-  std::string_view allow = route.allow;
-  while (!allow.empty()) {
-    const size_t comma = allow.find(',');
-    if (allow.substr(0, comma) == method) return true;
-    if (comma == std::string_view::npos) break;
-    allow.remove_prefix(comma + 2);
-  }
-  return false;
+// Each connection needs a socket and, while it streams, an eventfd: more connections than the
+// descriptor limit allows would make accept() fail with EMFILE instead of answering 503.
+size_t ConnectionCap(size_t wanted) {
+  constexpr rlim_t kReserve = 128;  // log, listener, sandboxes' pipes and pidfds
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
+  const size_t fit = limit.rlim_cur > kReserve ? (limit.rlim_cur - kReserve) / 2 : 1;
+  if (fit >= wanted) return wanted;
+  log::Warn("open file limit caps concurrent http connections",
+            {{"max_connections", fit},
+             {"wanted", wanted},
+             {"rlimit_nofile", limit.rlim_cur},
+             {"fix", "raise the soft limit (ulimit -n)"}});
+  return fit;
 }
 
 }  // namespace
@@ -122,7 +74,10 @@ bool MethodAllowed(const Route& route, std::string_view method) {
 class HttpServer::Impl {
  public:
   Impl(Server& server, HttpServerOptions options)
-      : server_(server), options_(std::move(options)) {}
+      : server_(server),
+        options_(std::move(options)),
+        admission_{options_.auth_token, options_.allowed_origins, options_.max_body_bytes},
+        sessions_(options_.max_sessions, options_.session_idle_timeout) {}
   ~Impl() { Stop(); }
 
   Result<int> Start();
@@ -130,16 +85,9 @@ class HttpServer::Impl {
   int Port() const { return port_.load(); }
 
  private:
-  struct SessionEntry {
-    std::shared_ptr<Session> session;
-    std::shared_ptr<http::MessageQueue> stream;  // legacy SSE only: the session's event stream
-    Clock::time_point last_used;
-    std::vector<std::weak_ptr<http::MessageQueue>> replies;  // open Streamable HTTP replies
-  };
-  enum class Kind { kStreamable, kLegacy };
+  using Kind = http::SessionTable::Kind;
 
   void Install(http::ConnectionServer& svr);
-  httplib::Server::HandlerResponse Admit(const Request& req, Response& res);
 
   void PostMcp(const Request& req, Response& res, const httplib::ContentReader& reader);
   void GetMcp(const Request& req, Response& res);
@@ -150,23 +98,18 @@ class HttpServer::Impl {
   bool ReadBody(Response& res, const httplib::ContentReader& reader, std::string* body);
   bool CheckProtocolVersion(const Request& req, Response& res);
   std::shared_ptr<Session> SessionFromHeader(const Request& req, Response& res);
-  void ReplyJson(Response& res, Session& session, http::MessageQueue& queue,
-                 const jsonrpc::Id& id);
+  void ReplyJson(Response& res, Session& session, http::MessageQueue& queue, const jsonrpc::Id& id);
   void ReplyStream(Response& res, std::shared_ptr<Session> session,
                    std::shared_ptr<http::MessageQueue> queue, jsonrpc::Id id);
   bool Pump(http::MessageQueue& queue, httplib::DataSink& out, bool* finished);
   bool Write(httplib::DataSink& out, std::string_view data);
 
-  bool AddSession(const std::string& id, std::shared_ptr<Session> session,
-                  std::shared_ptr<http::MessageQueue> stream);
-  std::shared_ptr<Session> FindSession(const std::string& id, Kind kind,
-                                       std::shared_ptr<http::MessageQueue>* stream = nullptr);
-  void TrackReply(const std::string& id, const std::shared_ptr<http::MessageQueue>& queue);
   void RemoveSession(const std::string& id, std::string_view why);
   std::optional<std::string> NewSessionId(Response& res);
 
   Server& server_;
   const HttpServerOptions options_;
+  const http::AdmissionPolicy admission_;
   UniqueFd stop_fd_;
   std::unique_ptr<http::ConnectionServer> svr_;
   std::thread listen_thread_;
@@ -174,17 +117,20 @@ class HttpServer::Impl {
   std::atomic<int> port_{0};
   std::mutex stop_mu_;
   bool stopped_ = false;
-
-  std::mutex mu_;
-  std::map<std::string, SessionEntry> sessions_;
+  http::SessionTable sessions_;
 };
 
 Result<int> HttpServer::Impl::Start() {
-  if (svr_) return MakeError(ErrorCode::kInvalidArgument, "the HTTP server is already started");
+  {
+    std::lock_guard lock(stop_mu_);
+    if (svr_ || stopped_) {
+      return MakeError(ErrorCode::kInvalidArgument, "the HTTP server was already started");
+    }
+  }
   stop_fd_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop_fd_.Valid()) return Errno(ErrorCode::kResourceExhausted, "eventfd");
   http::ConnectionLimits limits;
-  limits.max_connections = options_.max_connections;
+  limits.max_connections = ConnectionCap(options_.max_connections);
   limits.keep_alive_timeout = options_.keep_alive_timeout;
   limits.read_timeout = options_.read_timeout;
   limits.request_timeout = options_.request_timeout;
@@ -208,11 +154,11 @@ Result<int> HttpServer::Impl::Start() {
                      why + " (is the port in use, or the address not one of this host?)");
   }
   if (!svr_->SetBacklog(kListenBacklog)) {
-    Log(log::Level::kWarn, "cannot raise the listen backlog", {{"backlog", kListenBacklog}});
+    log::Warn("cannot raise the listen backlog", {{"backlog", kListenBacklog}});
   }
   port_ = port;
   listen_thread_ = std::thread([this] {
-    if (!svr_->listen_after_bind()) Log(log::Level::kError, "the HTTP listener failed");
+    if (!svr_->listen_after_bind()) log::Error("the HTTP listener failed");
     listen_done_ = true;
   });
   // httplib's stop() is a no-op until the accept loop runs: wait for it so Stop() always works.
@@ -222,14 +168,12 @@ Result<int> HttpServer::Impl::Start() {
 
   http::ListenAddress bound = options_.listen;
   bound.port = port;
-  Log(log::Level::kInfo, "http server listening",
-      {{"address", bound.ToString()}, {"endpoints", {"/mcp", "/sse", "/healthz"}},
-       {"auth", !options_.auth_token.empty()}});
+  log::Info("http server listening", {{"address", bound.ToString()},
+                                      {"endpoints", {"/mcp", "/sse", "/healthz"}},
+                                      {"auth", !options_.auth_token.empty()}});
   if (!options_.listen.IsLoopback() && options_.auth_token.empty()) {
-    Log(log::Level::kWarn,
-        "listening on a non-loopback address without an auth token: anyone who can reach " +
-            bound.ToString() +
-            " can run code. Set MCP_EXEC_AUTH_TOKEN, or listen on 127.0.0.1");
+    log::Warn("listening on a non-loopback address without an auth token: anyone who can reach " +
+              bound.ToString() + " can run code. Set MCP_EXEC_AUTH_TOKEN, or listen on 127.0.0.1");
   }
   return port;
 }
@@ -246,25 +190,24 @@ void HttpServer::Impl::Stop() {
   }
   if (svr_) svr_->stop();
   if (listen_thread_.joinable()) listen_thread_.join();
-  std::map<std::string, SessionEntry> sessions;
-  {
-    std::lock_guard lock(mu_);
-    sessions.swap(sessions_);
-  }
-  for (auto& [id, entry] : sessions) {
-    for (auto& weak : entry.replies) {
-      if (auto queue = weak.lock()) queue->Abort();
-    }
-    entry.session->Close();
-  }
-  if (svr_) Log(log::Level::kInfo, "http server stopped", {{"sessions_closed", sessions.size()}});
+  const size_t closed = sessions_.CloseAll();
+  if (port_.load() > 0) log::Info("http server stopped", {{"sessions_closed", closed}});
 }
 
 void HttpServer::Impl::Install(http::ConnectionServer& svr) {
   svr.set_payload_max_length(options_.max_body_bytes);
-  svr.set_pre_routing_handler([this](const Request& req, Response& res) { return Admit(req, res); });
+  // Only what the Keep-Alive response header says: the connection loop enforces the limits.
+  const auto& limits = svr.Limits();
+  svr.set_keep_alive_timeout(std::max<time_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(limits.keep_alive_timeout).count()));
+  svr.set_keep_alive_max_count(limits.keep_alive_max_requests);
+  svr.set_pre_routing_handler(
+      [this](const Request& req, Response& res) { return http::Admit(admission_, req, res); });
+  // A client waiting for "100 Continue" gets the refusal (401, 413...) before it sends a body.
   svr.set_expect_100_continue_handler([this](const Request& req, Response& res) {
-    return Admit(req, res) == httplib::Server::HandlerResponse::Handled ? res.status : 100;
+    return http::Admit(admission_, req, res) == httplib::Server::HandlerResponse::Handled
+               ? res.status
+               : 100;
   });
   svr.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
     std::string what = "unknown exception";
@@ -274,15 +217,16 @@ void HttpServer::Impl::Install(http::ConnectionServer& svr) {
       what = e.what();
     } catch (...) {
     }
-    Log(log::Level::kError, "http handler failed",
-        {{"method", req.method}, {"path", req.path}, {"error", what}});
+    log::Error("http handler failed",
+               {{"method", req.method}, {"path", req.path}, {"error", what}});
     SendJson(res, 500, {{"error", "internal error"}});
     CloseConnection(res);
   });
   svr.set_logger([](const Request& req, const Response& res) {
-    Log(log::Level::kDebug, "http request",
-        {{"method", req.method}, {"path", req.path}, {"status", res.status},
-         {"remote", req.remote_addr}});
+    log::Debug("http request", {{"method", req.method},
+                                {"path", req.path},
+                                {"status", res.status},
+                                {"remote", req.remote_addr}});
   });
   svr.Post("/mcp", [this](const Request& req, Response& res, const httplib::ContentReader& r) {
     PostMcp(req, res, r);
@@ -290,74 +234,9 @@ void HttpServer::Impl::Install(http::ConnectionServer& svr) {
   svr.Get("/mcp", [this](const Request& req, Response& res) { GetMcp(req, res); });
   svr.Delete("/mcp", [this](const Request& req, Response& res) { DeleteMcp(req, res); });
   svr.Get("/sse", [this](const Request& req, Response& res) { GetSse(req, res); });
-  svr.Post("/messages", [this](const Request& req, Response& res,
-                               const httplib::ContentReader& r) { PostMessages(req, res, r); });
-}
-
-// Runs before routing and before any body is read: health, routes and methods, Origin, auth,
-// and the framing of the body (its size is checked before a byte of it is read).
-httplib::Server::HandlerResponse HttpServer::Impl::Admit(const Request& req, Response& res) {
-  using HR = httplib::Server::HandlerResponse;
-  const bool has_body = HasBody(req);
-  auto reject = [&](int status, const json& body) {
-    SendJson(res, status, body);
-    if (has_body) CloseConnection(res);
-    return HR::Handled;
-  };
-  if (req.path == "/healthz") {
-    if (req.method != "GET" && req.method != "HEAD") {
-      res.set_header("Allow", "GET, HEAD");
-      return reject(405, {{"error", "method not allowed"}});
-    }
-    res.status = 200;
-    res.set_content("ok", "text/plain");
-    if (has_body) CloseConnection(res);
-    return HR::Handled;
-  }
-  const Route* route = FindRoute(req.path);
-  if (route == nullptr) return reject(404, {{"error", "not found"}});
-
-  if (auto origin = Header(req, "Origin");
-      origin && !http::OriginAllowed(*origin, options_.allowed_origins)) {
-    Log(log::Level::kWarn, "request from a foreign origin refused",
-        {{"origin", std::string(*origin)}, {"path", req.path}, {"remote", req.remote_addr}});
-    return reject(403, {{"error", "origin not allowed"}});
-  }
-  if (!options_.auth_token.empty()) {
-    const auto token = http::RequestToken(Header(req, "X-MCP-AUTH"), Header(req, "Authorization"));
-    if (!token || !http::ConstantTimeEquals(*token, options_.auth_token)) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      return reject(401, {{"error", "unauthorized"}});
-    }
-  }
-  if (!MethodAllowed(*route, req.method)) {
-    res.set_header("Allow", std::string(route->allow));
-    return reject(405, {{"error", "method not allowed"}});
-  }
-  if (req.method != "POST") {
-    if (has_body) return reject(400, {{"error", "this request takes no body"}});
-    return HR::Unhandled;
-  }
-  if (auto te = Header(req, "Transfer-Encoding")) {
-    if (*te != "chunked") return reject(501, {{"error", "unsupported transfer encoding"}});
-  } else if (auto length = Header(req, "Content-Length")) {
-    const std::optional<uint64_t> n = ContentLength(*length);
-    if (!n) return reject(400, {{"error", "invalid Content-Length"}});
-    if (*n > options_.max_body_bytes) {
-      SendRpcError(res, 413, kTransportError,
-                   "Payload Too Large: the body is larger than " +
-                       std::to_string(options_.max_body_bytes) + " bytes");
-      CloseConnection(res);
-      return HR::Handled;
-    }
-  } else {
-    return reject(411, {{"error", "Content-Length required"}});
-  }
-  // httplib would hand a multipart body to its form parser instead of to us.
-  if (auto type = Header(req, "Content-Type"); type && type->rfind("multipart/", 0) == 0) {
-    return reject(415, {{"error", "the body must be one JSON-RPC message"}});
-  }
-  return HR::Unhandled;
+  svr.Post("/messages", [this](const Request& req, Response& res, const httplib::ContentReader& r) {
+    PostMessages(req, res, r);
+  });
 }
 
 bool HttpServer::Impl::ReadBody(Response& res, const httplib::ContentReader& reader,
@@ -398,7 +277,7 @@ std::shared_ptr<Session> HttpServer::Impl::SessionFromHeader(const Request& req,
     SendRpcError(res, 400, kTransportError, "Bad Request: Mcp-Session-Id header is required");
     return nullptr;
   }
-  auto session = FindSession(std::string(*id), Kind::kStreamable);
+  auto session = sessions_.Find(std::string(*id), Kind::kStreamable);
   if (!session) SendRpcError(res, 404, kSessionNotFound, "Session not found");
   return session;
 }
@@ -413,7 +292,7 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res,
   const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
   const http::ResponseMode mode =
       http::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
-  if ((request || invalid) && mode == http::ResponseMode::kNotAcceptable) {
+  if (request && mode == http::ResponseMode::kNotAcceptable) {
     SendRpcError(res, 406, kTransportError,
                  "Not Acceptable: Accept must allow application/json or text/event-stream");
     return;
@@ -437,11 +316,19 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res,
   } else {
     session = SessionFromHeader(req, res);
     if (!session) return;
+    // Not a JSON-RPC message: refused at the HTTP level too (as the TypeScript SDK's server
+    // does), with the JSON-RPC error (-32700, or -32600) as the body.
+    if (invalid) {
+      log::Warn("invalid message",
+                {{"session", session->Id()}, {"error", invalid->error_response["error"]}});
+      SendJson(res, 400, invalid->error_response);
+      return;
+    }
   }
 
   auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
   if (!queue.ok()) {
-    Log(log::Level::kError, "cannot answer a request", {{"error", queue.error().message}});
+    log::Error("cannot answer a request", {{"error", queue.error().message}});
     SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
     return;
   }
@@ -454,11 +341,11 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res,
 
   if (!new_id.empty()) {
     // initialize answers synchronously; only a successful one opens a session.
-    if (session->Initialized() && AddSession(new_id, session, nullptr)) {
+    if (session->Initialized() && sessions_.Add(new_id, session)) {
       res.set_header(kSessionHeader, new_id);
-      Log(log::Level::kInfo, "http session opened",
-          {{"session", SessionLabel(new_id)}, {"transport", "streamable-http"},
-           {"remote", req.remote_addr}});
+      log::Info("http session opened", {{"session", SessionLabel(new_id)},
+                                        {"transport", "streamable-http"},
+                                        {"remote", req.remote_addr}});
     } else {
       session->Close();
       if (session->Initialized()) {
@@ -472,7 +359,7 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res,
     return;
   }
   const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
-  if (new_id.empty()) TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
+  if (new_id.empty()) sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
   if (mode == http::ResponseMode::kJson) {
     ReplyJson(res, *session, **queue, id);
   } else {
@@ -578,18 +465,18 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
   if (!id) return;
   auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
   if (!queue.ok()) {
-    Log(log::Level::kError, "cannot open an event stream", {{"error", queue.error().message}});
+    log::Error("cannot open an event stream", {{"error", queue.error().message}});
     SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
     return;
   }
   auto session = server_.NewSession(SessionLabel(*id));
-  if (!AddSession(*id, session, *queue)) {
+  if (!sessions_.Add(*id, session, *queue)) {
     session->Close();
     SendRpcError(res, 503, kTransportError, "Service Unavailable: too many sessions");
     return;
   }
-  Log(log::Level::kInfo, "http session opened",
-      {{"session", SessionLabel(*id)}, {"transport", "sse"}, {"remote", req.remote_addr}});
+  log::Info("http session opened",
+            {{"session", SessionLabel(*id)}, {"transport", "sse"}, {"remote", req.remote_addr}});
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -616,7 +503,7 @@ void HttpServer::Impl::PostMessages(const Request& req, Response& res,
     return;
   }
   std::shared_ptr<http::MessageQueue> stream;
-  auto session = FindSession(req.get_param_value("sessionId"), Kind::kLegacy, &stream);
+  auto session = sessions_.Find(req.get_param_value("sessionId"), Kind::kLegacy, &stream);
   if (!session) {
     SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
@@ -629,80 +516,15 @@ void HttpServer::Impl::PostMessages(const Request& req, Response& res,
 std::optional<std::string> HttpServer::Impl::NewSessionId(Response& res) {
   Result<std::string> id = http::NewSessionId();
   if (id.ok()) return std::move(id).value();
-  Log(log::Level::kError, "cannot create a session id", {{"error", id.error().message}});
+  log::Error("cannot create a session id", {{"error", id.error().message}});
   SendRpcError(res, 503, kTransportError, "Service Unavailable: cannot create a session");
   return std::nullopt;
 }
 
-bool HttpServer::Impl::AddSession(const std::string& id, std::shared_ptr<Session> session,
-                                  std::shared_ptr<http::MessageQueue> stream) {
-  const auto now = Clock::now();
-  std::vector<std::shared_ptr<Session>> expired;
-  bool added = false;
-  {
-    std::lock_guard lock(mu_);
-    if (sessions_.size() >= options_.max_sessions) {
-      for (auto it = sessions_.begin(); it != sessions_.end();) {
-        SessionEntry& e = it->second;
-        std::erase_if(e.replies, [](const auto& weak) { return weak.expired(); });
-        if (!e.stream && e.replies.empty() && now - e.last_used > options_.session_idle_timeout) {
-          expired.push_back(e.session);
-          it = sessions_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    if (sessions_.size() < options_.max_sessions) {
-      sessions_[id] = SessionEntry{std::move(session), std::move(stream), now, {}};
-      added = true;
-    }
-  }
-  for (auto& s : expired) s->Close();
-  if (!expired.empty()) Log(log::Level::kInfo, "idle http sessions closed", {{"count", expired.size()}});
-  if (!added) Log(log::Level::kWarn, "too many sessions", {{"max_sessions", options_.max_sessions}});
-  return added;
-}
-
-std::shared_ptr<Session> HttpServer::Impl::FindSession(const std::string& id, Kind kind,
-                                                       std::shared_ptr<http::MessageQueue>* stream) {
-  std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end() || (kind == Kind::kLegacy) != (it->second.stream != nullptr)) {
-    return nullptr;
-  }
-  it->second.last_used = Clock::now();
-  if (stream) *stream = it->second.stream;
-  return it->second.session;
-}
-
-void HttpServer::Impl::TrackReply(const std::string& id,
-                                  const std::shared_ptr<http::MessageQueue>& queue) {
-  std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) {
-    queue->Abort();  // deleted while the request was being handled
-    return;
-  }
-  auto& replies = it->second.replies;
-  std::erase_if(replies, [](const auto& weak) { return weak.expired(); });
-  replies.push_back(queue);
-}
-
 void HttpServer::Impl::RemoveSession(const std::string& id, std::string_view why) {
-  SessionEntry entry;
-  {
-    std::lock_guard lock(mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) return;
-    entry = std::move(it->second);
-    sessions_.erase(it);
+  if (sessions_.Remove(id)) {
+    log::Info("http session closed", {{"session", SessionLabel(id)}, {"why", why}});
   }
-  for (auto& weak : entry.replies) {
-    if (auto queue = weak.lock()) queue->Abort();
-  }
-  entry.session->Close();
-  Log(log::Level::kInfo, "http session closed", {{"session", SessionLabel(id)}, {"why", why}});
 }
 
 HttpServer::HttpServer(Server& server, HttpServerOptions options)

@@ -28,10 +28,10 @@ struct HttpServerOptions {
   std::vector<std::string> allowed_origins;
   size_t max_body_bytes = 8u << 20;  // a larger POST body gets 413 before it is read
 
-  std::chrono::milliseconds read_timeout{10000};      // one read while receiving a request
-  std::chrono::milliseconds request_timeout{60000};   // receiving a whole request, body included
-  std::chrono::milliseconds write_timeout{10000};     // one write; a client that stops reading
-                                                      // for longer is disconnected
+  std::chrono::milliseconds read_timeout{10000};        // one read while receiving a request
+  std::chrono::milliseconds request_timeout{60000};     // receiving a whole request, body included
+  std::chrono::milliseconds write_timeout{10000};       // one write; a client that stops reading
+                                                        // for longer is disconnected
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle connection between requests
   std::chrono::milliseconds sse_keep_alive{15000};      // comment on an idle event stream
 

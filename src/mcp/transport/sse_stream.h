@@ -7,11 +7,10 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "base/unique_fd.h"

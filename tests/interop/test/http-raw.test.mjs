@@ -1,0 +1,221 @@
+// Streamable HTTP and legacy SSE on the wire, without the SDK (checklist H1-H10, E1-E3).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+
+import { LATEST, RawHttp, RawSse, readReply } from '../lib/raw.mjs';
+import { sleep, startServer } from '../lib/server.mjs';
+
+describe('streamable http wire', { timeout: 120000 }, () => {
+  let srv;
+  before(async () => {
+    srv = await startServer('http');
+  });
+  after(async () => {
+    await srv?.stop();
+  });
+
+  const session = async () => {
+    const raw = new RawHttp(srv.mcpUrl);
+    const init = await raw.initialize();
+    assert.equal(init.status, 200, `initialize -> ${init.status} ${init.text.slice(0, 300)}`);
+    assert.ok(raw.sessionId, 'no Mcp-Session-Id on the initialize response');
+    assert.equal(init.initializedStatus, 202, 'notifications/initialized was not answered 202');
+    return raw;
+  };
+
+  it('healthz answers 200', async () => {
+    const res = await fetch(new URL('/healthz', srv.baseUrl));
+    await res.arrayBuffer();
+    assert.equal(res.status, 200);
+  });
+
+  it('initialize: 200, JSON or SSE body, a visible-ASCII Mcp-Session-Id', async () => {
+    const raw = new RawHttp(srv.mcpUrl);
+    const reply = await raw.initialize();
+    assert.equal(reply.status, 200);
+    assert.match(reply.contentType, /^(application\/json|text\/event-stream)/);
+    const msg = reply.messages.find((m) => m.id === 0);
+    assert.equal(msg?.result?.protocolVersion, LATEST);
+    assert.match(raw.sessionId ?? '', /^[\x21-\x7e]+$/);
+    await raw.delete();
+  });
+
+  it('http-notification-202: a POSTed notification is 202 with no body', async () => {
+    const raw = await session();
+    const r = await raw.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 999 } });
+    assert.equal(r.status, 202);
+    assert.equal(r.text, '');
+    await raw.delete();
+  });
+
+  it('a request in the session is answered (JSON or SSE) with the same id', async () => {
+    const raw = await session();
+    const r = await raw.post({ jsonrpc: '2.0', id: 'x1', method: 'ping' });
+    assert.equal(r.status, 200);
+    assert.match(r.contentType, /^(application\/json|text\/event-stream)/);
+    const msg = r.messages.find((m) => m.id === 'x1');
+    assert.deepEqual(msg?.result, {}, r.text);
+    const call = await raw.post({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'exec', arguments: { code: 'print(6*7)' } },
+    });
+    assert.equal(call.status, 200);
+    assert.equal(call.messages.find((m) => m.id === 2)?.result?.structuredContent?.stdout, '42\n', call.text.slice(0, 300));
+    await raw.delete();
+  });
+
+  it('http-session-required: a POST without Mcp-Session-Id after initialize is 400', async () => {
+    const raw = await session();
+    const r = await raw.post({ jsonrpc: '2.0', id: 5, method: 'ping' }, { 'Mcp-Session-Id': null });
+    assert.equal(r.status, 400);
+    await raw.delete();
+  });
+
+  it('an unknown Mcp-Session-Id is 404', async () => {
+    const raw = await session();
+    const r = await raw.post({ jsonrpc: '2.0', id: 6, method: 'ping' }, { 'Mcp-Session-Id': 'no-such-session-0123456789' });
+    assert.equal(r.status, 404);
+    await raw.delete();
+  });
+
+  it('http-session-delete: DELETE ends the session, then its id is 404', async () => {
+    const raw = await session();
+    const status = await raw.delete();
+    assert.ok(status === 200 || status === 204, `DELETE -> ${status}`);
+    const r = await raw.post({ jsonrpc: '2.0', id: 7, method: 'ping' });
+    assert.equal(r.status, 404);
+  });
+
+  it('http-bad-protocol-version: MCP-Protocol-Version 1999-01-01 is 400; none is accepted', async () => {
+    const raw = await session();
+    const bad = await raw.post({ jsonrpc: '2.0', id: 8, method: 'ping' }, { 'MCP-Protocol-Version': '1999-01-01' });
+    assert.equal(bad.status, 400);
+    const none = await raw.post({ jsonrpc: '2.0', id: 9, method: 'ping' }, { 'MCP-Protocol-Version': null });
+    assert.equal(none.status, 200, 'no MCP-Protocol-Version header should mean 2025-03-26, not an error');
+    await raw.delete();
+  });
+
+  it('malformed JSON in a POST is 400 (with -32700 if there is a JSON body)', async () => {
+    const raw = await session();
+    const r = await raw.post('{"jsonrpc": "2.0", "id": 1, "method": ');
+    assert.equal(r.status, 400);
+    const err = r.messages.find((m) => m.error);
+    if (r.messages.length) assert.equal(err?.error?.code, -32700, r.text);
+    const ok = await raw.post({ jsonrpc: '2.0', id: 10, method: 'ping' });
+    assert.equal(ok.status, 200, 'the session broke after garbage');
+    await raw.delete();
+  });
+
+  it('http-get-stream: GET /mcp with Accept text/event-stream is an event stream or 405', async () => {
+    const raw = await session();
+    const ac = new AbortController();
+    const res = await fetch(srv.mcpUrl, {
+      headers: raw.baseHeaders({ 'Content-Type': null, Accept: 'text/event-stream' }),
+      signal: ac.signal,
+    });
+    try {
+      assert.ok(res.status === 200 || res.status === 405, `GET -> ${res.status}`);
+      if (res.status === 200) assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+    } finally {
+      ac.abort();
+    }
+    await raw.delete();
+  });
+
+  it('an invalid Origin is 403 (H2)', async () => {
+    const raw = new RawHttp(srv.mcpUrl);
+    const res = await fetch(srv.mcpUrl, {
+      method: 'POST',
+      headers: { ...raw.baseHeaders(), Origin: 'http://evil.example' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: LATEST, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
+    });
+    const reply = await readReply(res);
+    assert.equal(reply.status, 403, `Origin http://evil.example -> ${reply.status}`);
+  });
+});
+
+describe('sse wire', { timeout: 120000 }, () => {
+  let srv;
+  before(async () => {
+    srv = await startServer('sse');
+  });
+  after(async () => {
+    await srv?.stop();
+  });
+
+  it('sse-endpoint-event: the first event is endpoint with a same-origin POST URI', async () => {
+    const raw = new RawSse(srv.sseUrl);
+    try {
+      const status = await raw.open();
+      assert.equal(status, 200);
+      assert.match(raw.contentType, /^text\/event-stream/);
+      assert.equal(raw.firstEvent.event, 'endpoint');
+      const url = new URL(raw.firstEvent.data, srv.sseUrl);
+      assert.equal(url.origin, srv.sseUrl.origin);
+      assert.equal(url.pathname, '/messages');
+      assert.ok(url.searchParams.get('sessionId'), `no sessionId in ${raw.firstEvent.data}`);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('requests POSTed to the endpoint are answered as message events on the stream', async () => {
+    const raw = new RawSse(srv.sseUrl);
+    try {
+      await raw.open();
+      const init = await raw.initialize();
+      assert.equal(init.result?.protocolVersion, LATEST);
+      const r = await raw.post({ jsonrpc: '2.0', id: 'c', method: 'tools/call', params: { name: 'exec', arguments: { code: 'print(6*7)' } } });
+      assert.ok(r.status === 202 || r.status === 200, `POST -> ${r.status}`);
+      const msg = await raw.waitMessage((m) => m.id === 'c', 15000, 'the tools/call response');
+      assert.equal(msg.result?.structuredContent?.stdout, '42\n');
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('a POST for an unknown sessionId is 4xx', async () => {
+    const res = await fetch(new URL('/messages?sessionId=no-such-session', srv.baseUrl), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    await res.arrayBuffer();
+    assert.ok(res.status >= 400 && res.status < 500, `-> ${res.status}`);
+  });
+
+  it('malformed JSON POSTed to the endpoint: 4xx or a -32700 event; the session keeps working', async () => {
+    const raw = new RawSse(srv.sseUrl);
+    try {
+      await raw.open();
+      await raw.initialize();
+      const r = await raw.post('{"jsonrpc": "2.0", "id": 1, "method": ');
+      if (!(r.status >= 400 && r.status < 500)) {
+        assert.ok(r.status >= 200 && r.status < 300, `-> ${r.status}`);
+        const e = await raw.waitMessage((m) => m.error?.code === -32700, 5000, 'a -32700 event');
+        assert.equal(e.id, null);
+      }
+      const pong = await raw.request({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+      assert.deepEqual(pong.result, {});
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('closing the event stream ends the session: its endpoint stops accepting', async () => {
+    const raw = new RawSse(srv.sseUrl);
+    await raw.open();
+    await raw.initialize();
+    raw.close();
+    await sleep(500);
+    const r = await raw.post({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    assert.ok(r.status >= 400 && r.status < 500, `POST after the stream closed -> ${r.status}`);
+  });
+});
