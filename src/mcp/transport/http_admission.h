@@ -2,14 +2,14 @@
 // helpers the handlers share.
 #pragma once
 
-#include <httplib.h>
-
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "mcp/transport/http_connection.h"
 
 namespace mcpexec::mcp::http {
 
@@ -23,21 +23,21 @@ struct AdmissionPolicy {
   size_t max_body_bytes = 0;
 };
 
-// httplib's pre-routing (and Expect: 100-continue) check, run before any body is read:
-// /healthz (answered here, without auth), unknown paths (404), the Origin (403), the token (401),
-// the method (405), and the body's framing and size (411, 413, 415, 501). Returns Handled with
-// `res` filled to refuse; Unhandled to let the request through. A refused request that carries a
-// body closes its connection, since the body is never read.
-httplib::Server::HandlerResponse Admit(const AdmissionPolicy& policy, const httplib::Request& req,
-                                       httplib::Response& res);
+// The check every request goes through on its head alone, before any body is read (and before
+// "100 Continue"): /healthz (answered here, without auth), unknown paths (404), the Origin (403),
+// the token (401), the method (405), and the body's framing and size (411, 413, 415). Returns
+// kAnswered with `res` filled; kAdmitted to let the request through. A refused request that
+// carries a body closes its connection, since the body is never read. (Malformed framing, 400 or
+// 501, never gets here: the head parser refuses it.)
+Admission Admit(const AdmissionPolicy& policy, const Request& req, Response& res);
 
 // The first value of a request header (names are case-insensitive), nullopt when absent.
-std::optional<std::string_view> Header(const httplib::Request& req, const char* name);
+std::optional<std::string_view> Header(const Request& req, std::string_view name);
 // `body` as application/json with `status`.
-void SendJson(httplib::Response& res, int status, const nlohmann::json& body);
+void SendJson(Response& res, int status, const nlohmann::json& body);
 // A JSON-RPC error object with a null id, as the transport answers requests it refuses.
-void SendRpcError(httplib::Response& res, int status, int code, const std::string& message);
+void SendRpcError(Response& res, int status, int code, const std::string& message);
 // Closes the connection after this response (for a request whose body was not read).
-void CloseConnection(httplib::Response& res);
+void CloseConnection(Response& res);
 
 }  // namespace mcpexec::mcp::http

@@ -1,5 +1,5 @@
 // Pure checks of the HTTP transport: the listen address, the Accept header, the auth token, the
-// Origin allow-list and session ids. No sockets and no httplib, so they are unit-tested alone.
+// Origin allow-list and session ids. No sockets, so they are unit-tested alone.
 #pragma once
 
 #include <optional>

@@ -1,17 +1,21 @@
 #include "mcp/transport/http_connection.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <string>
+#include <exception>
+#include <list>
+#include <mutex>
+#include <string_view>
+#include <system_error>
 
 #include "log/log.h"
 
@@ -20,18 +24,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Per connection thread: what handlers may ask about their connection.
-struct ConnectionState {
-  int sock = -1;
-  bool close_after_response = false;
-};
-thread_local ConnectionState* tls_connection = nullptr;
-// Set while the accept thread runs a connection it has no room for (see Threads::enqueue).
-thread_local bool tls_reject = false;
+constexpr size_t kReadChunk = 16 * 1024;
+constexpr size_t kBodyReadChunk = 256 * 1024;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 int RemainingMs(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 24 * 3600 * 1000));
+}
+
+int ToMs(std::chrono::milliseconds d) {
+  return static_cast<int>(std::clamp<int64_t>(d.count(), 0, 24 * 3600 * 1000));
 }
 
 // Polls `fd` for `events` and `stop_fd` for readability. 1 when `fd` is ready, 0 on timeout,
@@ -48,130 +51,23 @@ int PollWithStop(int fd, short events, int stop_fd, int timeout_ms) {
   }
 }
 
-void AddressOf(const sockaddr_storage& addr, std::string& ip, int& port) {
-  char host[NI_MAXHOST] = "";
-  char serv[NI_MAXSERV] = "";
-  const socklen_t len = addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host, sizeof host, serv,
-                  sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-    ip = host;
-    port = std::atoi(serv);
+std::string PeerAddress(int sock) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (getpeername(sock, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return {};
+  char text[INET6_ADDRSTRLEN] = "";
+  if (addr.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
+  } else if (addr.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, text,
+              sizeof text);
   }
+  return text;
 }
 
-// httplib::Stream over a connected socket: buffered reads with a per-read timeout and a deadline
-// for the whole request, writes with a timeout and MSG_NOSIGNAL; every wait also ends on stop.
-class SocketStream final : public httplib::Stream {
- public:
-  SocketStream(int sock, int stop_fd, const ConnectionLimits& limits)
-      : sock_(sock), stop_fd_(stop_fd), limits_(limits) {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (getpeername(sock, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      AddressOf(addr, remote_ip_, remote_port_);
-    }
-    len = sizeof addr;
-    if (getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      AddressOf(addr, local_ip_, local_port_);
-    }
-  }
-
-  // Starts the clock of one request: reads fail once it has taken longer than request_timeout.
-  void StartRequest() {
-    deadline_ = Clock::now() + limits_.request_timeout;
-    read_failed_ = false;
-  }
-  // A read of the current request timed out, failed or met EOF: httplib may still answer
-  // (400), but the connection is not reusable.
-  bool ReadFailed() const { return read_failed_; }
-  bool HasBuffered() const { return begin_ < end_; }
-
-  bool is_readable() const override {
-    return HasBuffered() || PollWithStop(sock_, POLLIN, stop_fd_, ReadWaitMs()) > 0;
-  }
-
-  bool is_writable() const override {
-    return PollWithStop(sock_, POLLOUT, stop_fd_, static_cast<int>(limits_.write_timeout.count())) >
-           0;
-  }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (!HasBuffered()) {
-      if (size >= sizeof buffer_) return Receive(ptr, size);
-      const ssize_t n = Receive(buffer_, sizeof buffer_);
-      if (n <= 0) return n;
-      begin_ = 0;
-      end_ = static_cast<size_t>(n);
-    }
-    const size_t n = std::min(size, end_ - begin_);
-    std::memcpy(ptr, buffer_ + begin_, n);
-    begin_ += n;
-    return static_cast<ssize_t>(n);
-  }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    size_t done = 0;
-    while (done < size) {
-      const ssize_t n = send(sock_, ptr + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0) {
-        done += static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        if (PollWithStop(sock_, POLLOUT, stop_fd_,
-                         static_cast<int>(limits_.write_timeout.count())) > 0) {
-          continue;
-        }
-      }
-      return -1;  // timed out (the client does not read), stopped, or the peer is gone
-    }
-    return static_cast<ssize_t>(size);
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = remote_ip_;
-    port = remote_port_;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = local_ip_;
-    port = local_port_;
-  }
-  socket_t socket() const override { return sock_; }
-
- private:
-  int ReadWaitMs() const {
-    return std::min(static_cast<int>(limits_.read_timeout.count()), RemainingMs(deadline_));
-  }
-
-  ssize_t Receive(char* ptr, size_t size) {
-    while (true) {
-      const int wait = ReadWaitMs();
-      if (wait <= 0 || PollWithStop(sock_, POLLIN, stop_fd_, wait) <= 0) {
-        read_failed_ = true;
-        return -1;
-      }
-      const ssize_t n = recv(sock_, ptr, size, MSG_DONTWAIT);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-      if (n <= 0) read_failed_ = true;
-      return n;
-    }
-  }
-
-  const int sock_;
-  const int stop_fd_;
-  const ConnectionLimits& limits_;
-  Clock::time_point deadline_ = Clock::now();
-  bool read_failed_ = false;
-  std::string remote_ip_, local_ip_;
-  int remote_port_ = -1, local_port_ = -1;
-  char buffer_[8192];
-  size_t begin_ = 0, end_ = 0;
-};
-
-// Closes a connection whose request body may still be arriving (an early 413, 401...). A close
-// with unread bytes sends RST, which can destroy the response before the client reads it: so
-// half-close, then discard what comes for a short while first.
+// Closes a connection whose request may still be arriving (a refused body, a malformed head). A
+// close with unread bytes sends RST, which can destroy the response before the client reads it:
+// so half-close, then discard what comes for a short while first.
 void LingeringClose(int sock, int stop_fd) {
   shutdown(sock, SHUT_WR);
   const auto deadline = Clock::now() + std::chrono::milliseconds(500);
@@ -185,42 +81,330 @@ void LingeringClose(int sock, int stop_fd) {
   close(sock);
 }
 
-}  // namespace
+bool IsHeadRequest(const RequestHead& head) { return head.method == "HEAD"; }
 
-// A thread per connection, up to the limit; past it the accept thread answers 503 itself.
-// Threads are joined when they are done (reaped on the next accept) or at shutdown.
-class ConnectionServer::Threads final : public httplib::TaskQueue {
+// One connection's request loop. Also the StreamSink of the response being streamed.
+class Connection final : public StreamSink {
  public:
-  explicit Threads(ConnectionServer& server) : server_(server) {}
-  ~Threads() override { shutdown(); }
+  Connection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler)
+      : sock_(sock),
+        stop_fd_(stop_fd),
+        limits_(limits),
+        handler_(handler),
+        remote_(PeerAddress(sock)),
+        keep_alive_s_(static_cast<int>(std::max<int64_t>(
+            1,
+            std::chrono::duration_cast<std::chrono::seconds>(limits.keep_alive_timeout).count()))) {
+  }
 
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock lock(mu_);
-    Reap();
-    bool spawned = false;
-    if (workers_.size() < server_.limits_.max_connections) {
-      auto done = std::make_shared<std::atomic<bool>>(false);
-      try {
-        workers_.push_back({std::thread([fn, done] {
-                              fn();
-                              done->store(true);
-                            }),
-                            done});
-        spawned = true;
-      } catch (const std::system_error& e) {
-        log::Error("cannot start a connection thread", {{"error", e.what()}});
+  // Serves requests until the connection should end. True when it ends cleanly (nothing of a
+  // request left unread), false when the socket should be closed with a lingering close.
+  bool Serve() {
+    for (size_t served = 0; served < limits_.keep_alive_max_requests; ++served) {
+      if (in_.empty() &&
+          PollWithStop(sock_, POLLIN, stop_fd_, ToMs(limits_.keep_alive_timeout)) <= 0) {
+        return true;  // idle too long, stopping, or the socket failed
       }
+      const Next next = ServeOne(served + 1 == limits_.keep_alive_max_requests);
+      if (next != Next::kContinue) return next == Next::kClose;
     }
-    lock.unlock();
-    if (!spawned) {
-      // fn is process_and_close_socket(sock): with the flag set it answers 503 without reading.
-      tls_reject = true;
-      fn();
-      tls_reject = false;
+    return true;
+  }
+
+  bool Write(std::string_view data) override {
+    if (data.empty()) return !write_failed_;  // an empty chunk would end the body
+    if (write_failed_) return false;
+    const bool ok = chunked_ ? WriteAll(ChunkHeader(data.size()), data, "\r\n") : WriteAll(data);
+    if (!ok) write_failed_ = true;
+    return ok;
+  }
+
+  void Done() override { stream_done_ = true; }
+
+ private:
+  enum class Next { kContinue, kClose, kLingeringClose };
+
+  int ReadWaitMs() const { return std::min(ToMs(limits_.read_timeout), RemainingMs(deadline_)); }
+
+  // Waits (read timeout, request deadline, stop) and receives into `buf`. > 0 bytes read; 0 on
+  // EOF; -1 on timeout, stop or error (`timed_out_` tells a timeout apart).
+  ssize_t Receive(char* buf, size_t size) {
+    while (true) {
+      const int wait = ReadWaitMs();
+      const int ready = wait > 0 ? PollWithStop(sock_, POLLIN, stop_fd_, wait) : 0;
+      if (ready == 0) timed_out_ = true;
+      if (ready <= 0) return -1;
+      const ssize_t n = recv(sock_, buf, size, MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      return n < 0 ? -1 : n;
     }
   }
 
-  void shutdown() override {
+  // Appends what arrives next to in_. False on EOF, timeout, stop or error.
+  bool Fill() {
+    const size_t old = in_.size();
+    in_.resize(old + kReadChunk);
+    const ssize_t n = Receive(in_.data() + old, kReadChunk);
+    in_.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    return n > 0;
+  }
+
+  // Sends the pieces in order, as one writev where the socket allows. False when the client does
+  // not read for longer than the write timeout, the server stops, or the peer is gone.
+  bool WriteAll(std::string_view a, std::string_view b = {}, std::string_view c = {}) {
+    iovec iov[3] = {{const_cast<char*>(a.data()), a.size()},
+                    {const_cast<char*>(b.data()), b.size()},
+                    {const_cast<char*>(c.data()), c.size()}};
+    size_t first = 0;
+    while (first < 3) {
+      if (iov[first].iov_len == 0) {
+        ++first;
+        continue;
+      }
+      msghdr msg{};
+      msg.msg_iov = iov + first;
+      msg.msg_iovlen = 3 - first;
+      const ssize_t n = sendmsg(sock_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (PollWithStop(sock_, POLLOUT, stop_fd_, ToMs(limits_.write_timeout)) > 0) continue;
+        return false;
+      }
+      if (n < 0) return false;
+      auto sent = static_cast<size_t>(n);
+      while (sent > 0 && first < 3) {
+        const size_t step = std::min(sent, iov[first].iov_len);
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + step;
+        iov[first].iov_len -= step;
+        sent -= step;
+        if (iov[first].iov_len == 0) ++first;
+      }
+    }
+    return true;
+  }
+
+  // A response to a request that could not be parsed or was not received in time; the
+  // connection closes after it.
+  void SendError(int status, std::string_view reason) {
+    Response res;
+    res.status = status;
+    res.SetContent("{\"error\":\"" + std::string(reason) + "\"}", "application/json");
+    ResponseHeadOptions options;
+    options.content_length = res.body.size();
+    options.keep_alive = false;
+    WriteAll(SerializeResponseHead(res, options), res.body);
+    log::Debug("http request refused",
+               {{"status", status}, {"reason", reason}, {"remote", remote_}});
+  }
+
+  Next ServeOne(bool last) {
+    deadline_ = Clock::now() + limits_.request_timeout;
+    timed_out_ = false;
+    HeadParse parse;
+    size_t scanned = 0;
+    while (true) {
+      parse = ParseRequestHead(in_, limits_.head, scanned);
+      if (parse.state != HeadParse::State::kIncomplete) break;
+      scanned = parse.scanned;
+      if (!Fill()) {
+        // A client that started a request and then stalled (slowloris) hears why it is cut off;
+        // one that sent nothing, or hung up, does not.
+        if (timed_out_ && in_.find_first_not_of("\r\n") != std::string::npos) {
+          SendError(408, "request not received in time");
+          return Next::kLingeringClose;
+        }
+        return Next::kClose;
+      }
+    }
+    if (parse.state == HeadParse::State::kError) {
+      SendError(parse.error.status, parse.error.reason);
+      return Next::kLingeringClose;
+    }
+    in_.erase(0, parse.consumed);
+
+    Request req;
+    req.head = std::move(parse.head);
+    req.remote_addr = remote_;
+    req.socket = sock_;
+    body_pending_ = req.head.HasBody();
+    continue_due_ = req.head.expect_continue && body_pending_;
+    req.read_body = [this, &req](size_t max_bytes, std::string* body) {
+      return ReadBody(req.head, max_bytes, body);
+    };
+
+    Response res;
+    try {
+      if (handler_.Admit(req, res) == Admission::kAdmitted) handler_.Handle(req, res);
+    } catch (const std::exception& e) {
+      res = InternalError(req, std::move(res), e.what());
+    } catch (...) {
+      res = InternalError(req, std::move(res), "unknown exception");
+    }
+    const bool keep_alive = req.head.keep_alive && !last && !res.close && !body_pending_;
+    const bool clean = Send(req, res, keep_alive);
+    log::Debug("http request", {{"method", req.head.method},
+                                {"path", req.head.path},
+                                {"status", res.status},
+                                {"remote", remote_}});
+    if (body_pending_) return Next::kLingeringClose;
+    if (!clean || !keep_alive) return Next::kClose;
+    return Next::kContinue;
+  }
+
+  Response InternalError(const Request& req, Response old, const char* what) {
+    log::Error("http handler failed",
+               {{"method", req.head.method}, {"path", req.head.path}, {"error", what}});
+    if (old.stream_ended) old.stream_ended(false);
+    Response res;
+    res.status = 500;
+    res.SetContent("{\"error\":\"internal error\"}", "application/json");
+    res.close = true;
+    return res;
+  }
+
+  BodyStatus ReadBody(const RequestHead& head, size_t max_bytes, std::string* body) {
+    if (!body_pending_) return BodyStatus::kOk;
+    if (head.framing == BodyFraming::kContentLength && head.content_length > max_bytes) {
+      return BodyStatus::kTooLarge;
+    }
+    if (continue_due_) {
+      continue_due_ = false;
+      if (!WriteAll(kContinue)) return BodyStatus::kFailed;
+    }
+    const BodyStatus status = head.framing == BodyFraming::kChunked
+                                  ? ReadChunked(max_bytes, body)
+                                  : ReadLength(static_cast<size_t>(head.content_length), body);
+    if (status == BodyStatus::kOk) body_pending_ = false;
+    return status;
+  }
+
+  BodyStatus ReadLength(size_t length, std::string* body) {
+    const size_t buffered = std::min(length, in_.size());
+    body->append(in_, 0, buffered);
+    in_.erase(0, buffered);
+    size_t left = length - buffered;
+    // Grows with what arrives, not with what the client announced.
+    while (left > 0) {
+      const size_t old = body->size();
+      const size_t want = std::min(left, kBodyReadChunk);
+      body->resize(old + want);
+      const ssize_t n = Receive(body->data() + old, want);
+      body->resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      if (n <= 0) return BodyStatus::kFailed;
+      left -= static_cast<size_t>(n);
+    }
+    return BodyStatus::kOk;
+  }
+
+  BodyStatus ReadChunked(size_t max_bytes, std::string* body) {
+    ChunkedDecoder decoder(max_bytes);
+    while (true) {
+      const ChunkedDecoder::Step step = decoder.Feed(in_, body);
+      in_.erase(0, step.consumed);
+      switch (step.state) {
+        case ChunkedDecoder::Step::State::kDone:
+          return BodyStatus::kOk;
+        case ChunkedDecoder::Step::State::kError:
+          return step.error.status == 413 ? BodyStatus::kTooLarge : BodyStatus::kFailed;
+        case ChunkedDecoder::Step::State::kNeedMore:
+          if (!Fill()) return BodyStatus::kFailed;
+          break;
+      }
+    }
+  }
+
+  // Writes the response. True when the connection is still usable afterwards.
+  bool Send(const Request& req, Response& res, bool keep_alive) {
+    ResponseHeadOptions options;
+    options.keep_alive = keep_alive;
+    options.request_minor_version = req.head.minor_version;
+    options.keep_alive_timeout_s = keep_alive_s_;
+    if (!res.stream) {
+      options.content_length = res.body.size();
+      const std::string head = SerializeResponseHead(res, options);
+      return WriteAll(head, IsHeadRequest(req.head) ? std::string_view() : res.body);
+    }
+    // An HTTP/1.0 client knows no chunked coding: its stream ends with the connection.
+    chunked_ = req.head.minor_version >= 1;
+    options.framing = chunked_ ? ResponseFraming::kChunked : ResponseFraming::kUntilClose;
+    if (!chunked_) options.keep_alive = false;
+    stream_done_ = false;
+    write_failed_ = false;
+    bool ok = WriteAll(SerializeResponseHead(res, options));
+    try {
+      while (ok && !stream_done_) ok = res.stream(*this) && !write_failed_;
+    } catch (const std::exception& e) {
+      log::Error("http stream failed", {{"path", req.head.path}, {"error", e.what()}});
+      ok = false;
+    }
+    if (ok && chunked_) ok = WriteAll(kLastChunk);
+    if (res.stream_ended) res.stream_ended(stream_done_);
+    return ok && chunked_;
+  }
+
+  const int sock_;
+  const int stop_fd_;
+  const ConnectionLimits& limits_;
+  Handler& handler_;
+  const std::string remote_;
+  const int keep_alive_s_;
+  std::string in_;  // received and not yet used: the next head, or body bytes
+  Clock::time_point deadline_ = Clock::now();
+  bool timed_out_ = false;
+  bool body_pending_ = false;  // the current request's body has not been read (all of it)
+  bool continue_due_ = false;  // the client waits for "100 Continue" before sending it
+  bool chunked_ = true;
+  bool stream_done_ = false;
+  bool write_failed_ = false;
+};
+
+}  // namespace
+
+void ServeConnection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler) {
+  // Responses go out in several writes (headers, then each event): without TCP_NODELAY, Nagle
+  // holds the second one back until the client's delayed ACK, ~40 ms per reply.
+  const int one = 1;
+  setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  bool clean = true;
+  {
+    Connection connection(sock, stop_fd, limits, handler);
+    clean = connection.Serve();
+  }
+  if (!clean) {
+    LingeringClose(sock, stop_fd);
+  } else {
+    shutdown(sock, SHUT_RDWR);
+    close(sock);
+  }
+}
+
+// A thread per connection, up to the limit. Finished threads are joined on the next accept or at
+// shutdown.
+class ConnectionServer::Threads {
+ public:
+  explicit Threads(size_t max) : max_(max) {}
+  ~Threads() { JoinAll(); }
+
+  // Runs fn on a new thread. False when the limit is reached or no thread can be started.
+  bool Spawn(std::function<void()> fn) {
+    std::lock_guard lock(mu_);
+    Reap();
+    if (workers_.size() >= max_) return false;
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    try {
+      workers_.push_back({std::thread([fn = std::move(fn), done] {
+                            fn();
+                            done->store(true);
+                          }),
+                          done});
+    } catch (const std::system_error& e) {
+      log::Error("cannot start a connection thread", {{"error", e.what()}});
+      return false;
+    }
+    return true;
+  }
+
+  void JoinAll() {
     std::list<Worker> workers;
     {
       std::lock_guard lock(mu_);
@@ -248,25 +432,106 @@ class ConnectionServer::Threads final : public httplib::TaskQueue {
     }
   }
 
-  ConnectionServer& server_;
+  const size_t max_;
   std::mutex mu_;
   std::list<Worker> workers_;
 };
 
-ConnectionServer::ConnectionServer(ConnectionLimits limits, int stop_fd)
-    : limits_(limits), stop_fd_(stop_fd) {
-  new_task_queue = [this] { return new Threads(*this); };
+ConnectionServer::ConnectionServer(ConnectionLimits limits, int stop_fd, Handler& handler)
+    : limits_(limits),
+      stop_fd_(stop_fd),
+      handler_(handler),
+      threads_(std::make_unique<Threads>(limits.max_connections)) {}
+
+ConnectionServer::~ConnectionServer() { Join(); }
+
+Result<int> ConnectionServer::Listen(const std::string& host, int port, int backlog) {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    len = sizeof *v4;
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    len = sizeof *v6;
+  } else {
+    errno = EINVAL;
+    return Errno(ErrorCode::kUnavailable, "inet_pton(" + host + ")");
+  }
+  UniqueFd fd(socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.Valid()) return Errno(ErrorCode::kUnavailable, "socket");
+  const int one = 1;
+  const int zero = 0;
+  setsockopt(fd.Get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (addr.ss_family == AF_INET6) {
+    setsockopt(fd.Get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  }
+  if (bind(fd.Get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    return Errno(ErrorCode::kUnavailable, "bind");
+  }
+  if (listen(fd.Get(), backlog) != 0) return Errno(ErrorCode::kUnavailable, "listen");
+  len = sizeof addr;
+  if (getsockname(fd.Get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return Errno(ErrorCode::kUnavailable, "getsockname");
+  }
+  listen_fd_ = std::move(fd);
+  return ntohs(addr.ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port);
 }
 
-bool ConnectionServer::SetBacklog(int backlog) {
-  // listen() on a listening socket only updates its backlog (Linux).
-  return svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, backlog) == 0;
+Result<void> ConnectionServer::Start() {
+  if (!listen_fd_.Valid() || accept_thread_.joinable()) {
+    return MakeError(ErrorCode::kInvalidArgument, "Start() needs a Listen() and runs once");
+  }
+  try {
+    accept_thread_ = std::thread([this] { AcceptLoop(); });
+  } catch (const std::system_error& e) {
+    return MakeError(ErrorCode::kResourceExhausted,
+                     std::string("cannot start the accept thread: ") + e.what());
+  }
+  return Ok();
 }
 
-int ConnectionServer::CurrentSocket() { return tls_connection ? tls_connection->sock : -1; }
+void ConnectionServer::Join() {
+  if (accept_thread_.joinable()) accept_thread_.join();
+  threads_->JoinAll();
+}
 
-void ConnectionServer::CloseAfterResponse() {
-  if (tls_connection) tls_connection->close_after_response = true;
+void ConnectionServer::AcceptLoop() {
+  int64_t last_error_log_s = -3600;
+  while (true) {
+    pollfd fds[2] = {{listen_fd_.Get(), POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    const int n = poll(fds, 2, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      log::Error("http accept loop: poll failed", {{"errno", strerrorname_np(errno)}});
+      break;
+    }
+    if (fds[1].revents != 0) break;
+    const int sock = accept4(listen_fd_.Get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (sock < 0) {
+      const int err = errno;
+      if (err == EINTR || err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED) continue;
+      // Out of descriptors or memory: the pending connection stays queued; back off instead of
+      // spinning on it, and say so at most every 10 s.
+      const int64_t now_s =
+          std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+      if (now_s - last_error_log_s >= 10) {
+        last_error_log_s = now_s;
+        log::Error("http accept failed", {{"errno", strerrorname_np(err)}});
+      }
+      pollfd stop = {stop_fd_, POLLIN, 0};
+      if (poll(&stop, 1, 50) > 0) break;
+      continue;
+    }
+    const bool spawned =
+        threads_->Spawn([this, sock] { ServeConnection(sock, stop_fd_, limits_, handler_); });
+    if (!spawned) Reject(sock);
+  }
+  listen_fd_.Reset();
 }
 
 void ConnectionServer::Reject(int sock) {
@@ -292,47 +557,6 @@ void ConnectionServer::Reject(int sock) {
   for (int i = 0; i < 16 && recv(sock, drain, sizeof drain, MSG_DONTWAIT) > 0; ++i) {
   }
   close(sock);
-}
-
-bool ConnectionServer::process_and_close_socket(socket_t sock) {
-  if (tls_reject) {
-    Reject(sock);
-    return false;
-  }
-  // Responses go out in several writes (headers, then each event): without TCP_NODELAY, Nagle
-  // holds the second one back until the client's delayed ACK, ~40 ms per reply.
-  const int one = 1;
-  setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ConnectionState state;
-  state.sock = sock;
-  tls_connection = &state;
-  SocketStream stream(sock, stop_fd_, limits_);
-  // Compression would buffer event streams, and a loopback server gains nothing from it.
-  const std::function<void(httplib::Request&)> setup = [](httplib::Request& req) {
-    req.headers.erase("Accept-Encoding");
-  };
-  bool ok = true;
-  for (size_t served = 0; served < limits_.keep_alive_max_requests; ++served) {
-    if (!stream.HasBuffered() &&
-        PollWithStop(sock, POLLIN, stop_fd_,
-                     static_cast<int>(limits_.keep_alive_timeout.count())) <= 0) {
-      break;  // idle too long, stopping, or the socket failed
-    }
-    stream.StartRequest();
-    state.close_after_response = false;
-    bool connection_closed = false;
-    const bool last = served + 1 == limits_.keep_alive_max_requests;
-    ok = process_request(stream, last, connection_closed, setup);
-    if (!ok || connection_closed || state.close_after_response || stream.ReadFailed()) break;
-  }
-  tls_connection = nullptr;
-  if (state.close_after_response) {
-    LingeringClose(sock, stop_fd_);
-  } else {
-    shutdown(sock, SHUT_RDWR);
-    close(sock);
-  }
-  return ok;
 }
 
 WaitResult WaitForMessages(int queue_fd, int sock, int stop_fd, std::chrono::milliseconds timeout) {

@@ -1,21 +1,24 @@
-// Connection handling under httplib: one thread per connection (httplib's default pool has
-// max(8, cores-1) threads, and every open event stream holds one), our own keep-alive loop and
-// socket stream (timeouts that also end on Stop(), a per-request read deadline against slow
-// clients, no SIGPIPE), and access to the socket of the request being handled so that a handler
-// can tell when its client hung up.
+// HTTP/1.1 connections: the listening socket, one thread per connection (capped: beyond the cap
+// the accept thread answers 503 itself), and on each connection the request loop: read a head
+// (http_request.h), admit it, let the handler read the body and fill a response, write the
+// response (fixed length, or streamed with chunked transfer-coding), and keep the connection
+// alive or close it. Every wait has a timeout and also ends when the server stops; a client that
+// sends a head byte by byte is cut at the request deadline.
 #pragma once
-
-#include <httplib.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
-#include <mutex>
+#include <string>
 #include <thread>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "mcp/transport/http_request.h"
+#include "mcp/transport/http_response.h"
 
 namespace mcpexec::mcp::http {
 
@@ -26,33 +29,87 @@ struct ConnectionLimits {
   std::chrono::milliseconds read_timeout{10000};        // a single read of a request
   std::chrono::milliseconds request_timeout{60000};     // reading a whole request, body included
   std::chrono::milliseconds write_timeout{10000};       // a single write of a response
+  HeadLimits head;                                      // size of a request head
 };
 
-// An httplib::Server whose connections are served by our loop. `stop_fd` is an eventfd owned by
-// the caller; once readable, every wait of every connection ends and connections close.
-class ConnectionServer : public httplib::Server {
+// How reading a request body ended.
+enum class BodyStatus {
+  kOk,        // the whole body was read
+  kTooLarge,  // it is larger than the limit given (nothing more is read)
+  kFailed,    // malformed chunked framing, a timeout, or the client went away
+};
+
+// One request, as a handler sees it. Belongs to the connection's thread.
+struct Request {
+  RequestHead head;
+  std::string remote_addr;  // the client's IP address, for logs; empty when unknown
+  int socket = -1;          // the connection's socket, to watch for a hang-up; -1 when none
+
+  // Set by the connection: reads the whole body (Content-Length or chunked) into `*body`, first
+  // sending "100 Continue" when the client waits for it. At most `max_bytes`: kTooLarge beyond.
+  // Call at most once. Unset (tests): no body.
+  std::function<BodyStatus(size_t max_bytes, std::string* body)> read_body;
+
+  BodyStatus ReadBody(size_t max_bytes, std::string* body) const {
+    return read_body ? read_body(max_bytes, body) : BodyStatus::kOk;
+  }
+};
+
+// What an admission check decided.
+enum class Admission {
+  kAdmitted,  // go on to Handler::Handle
+  kAnswered,  // the response is filled (a refusal, or an answer that needs no handler)
+};
+
+// What a server does with requests. Called on connection threads, concurrently.
+class Handler {
  public:
-  ConnectionServer(ConnectionLimits limits, int stop_fd);
+  virtual ~Handler() = default;
+  // Runs on the head alone, before any body byte is read and before "100 Continue" is sent.
+  virtual Admission Admit(const Request& req, Response& res) = 0;
+  // Serves an admitted request: may read the body (Request::ReadBody) and fills `res`. A body
+  // left unread closes the connection after the response. An exception becomes a 500.
+  virtual void Handle(Request& req, Response& res) = 0;
+};
 
-  // Raises the listen backlog (httplib listens with 5). Call after bind. False on error.
-  bool SetBacklog(int backlog);
+// Serves one connected socket on the calling thread until the client or a limit ends the
+// connection, or `stop_fd` (an eventfd, or any fd that becomes readable) is readable. Takes
+// ownership of `sock` and closes it.
+void ServeConnection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler);
 
-  // The socket of the request being handled on the calling thread (handlers and content
-  // providers run on their connection's thread); -1 elsewhere.
-  static int CurrentSocket();
-  // Closes the connection after the current response (for a request whose body was not read).
-  static void CloseAfterResponse();
+// A listening socket and its accept thread. `handler` must outlive it; `stop_fd` is owned by the
+// caller: once it is readable the accept loop and every connection end.
+class ConnectionServer {
+ public:
+  ConnectionServer(ConnectionLimits limits, int stop_fd, Handler& handler);
+  // Join()s: signal stop_fd first if Start() was called.
+  ~ConnectionServer();
+  ConnectionServer(const ConnectionServer&) = delete;
+  ConnectionServer& operator=(const ConnectionServer&) = delete;
+
+  // Binds `host` (an IPv4 or IPv6 literal; "::" also accepts IPv4) and `port` (0: any free one)
+  // and listens. Returns the bound port; kUnavailable with the errno of the failing call.
+  Result<int> Listen(const std::string& host, int port, int backlog);
+  // Accepts and serves connections on a background thread until stop_fd is readable. Call once,
+  // after Listen().
+  Result<void> Start();
+  // Waits for the accept thread and every connection thread to end (they end once stop_fd is
+  // readable). Idempotent.
+  void Join();
 
   const ConnectionLimits& Limits() const { return limits_; }
 
  private:
   class Threads;
-  // Overrides httplib's private virtual: serves one accepted socket (and closes it).
-  bool process_and_close_socket(socket_t sock) override;
+  void AcceptLoop();
   void Reject(int sock);
 
   const ConnectionLimits limits_;
   const int stop_fd_;
+  Handler& handler_;
+  UniqueFd listen_fd_;
+  std::unique_ptr<Threads> threads_;
+  std::thread accept_thread_;
   std::atomic<uint64_t> refused_{0};
   std::atomic<int64_t> last_refusal_log_s_{-3600};
 };

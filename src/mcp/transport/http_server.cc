@@ -4,14 +4,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <string_view>
-#include <thread>
 #include <variant>
 
 #include "base/unique_fd.h"
@@ -26,8 +23,8 @@
 namespace mcpexec::mcp {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
+using http::Request;
+using http::Response;
 using nlohmann::json;
 
 using http::CloseConnection;
@@ -71,14 +68,14 @@ size_t ConnectionCap(size_t wanted) {
 
 }  // namespace
 
-class HttpServer::Impl {
+class HttpServer::Impl final : public http::Handler {
  public:
   Impl(Server& server, HttpServerOptions options)
       : server_(server),
         options_(std::move(options)),
         admission_{options_.auth_token, options_.allowed_origins, options_.max_body_bytes},
         sessions_(options_.max_sessions, options_.session_idle_timeout) {}
-  ~Impl() { Stop(); }
+  ~Impl() override { Stop(); }
 
   Result<int> Start();
   void Stop();
@@ -87,22 +84,24 @@ class HttpServer::Impl {
  private:
   using Kind = http::SessionTable::Kind;
 
-  void Install(http::ConnectionServer& svr);
+  // http::Handler
+  http::Admission Admit(const Request& req, Response& res) override;
+  void Handle(Request& req, Response& res) override;
 
-  void PostMcp(const Request& req, Response& res, const httplib::ContentReader& reader);
+  void PostMcp(const Request& req, Response& res);
   void GetMcp(const Request& req, Response& res);
   void DeleteMcp(const Request& req, Response& res);
   void GetSse(const Request& req, Response& res);
-  void PostMessages(const Request& req, Response& res, const httplib::ContentReader& reader);
+  void PostMessages(const Request& req, Response& res);
 
-  bool ReadBody(Response& res, const httplib::ContentReader& reader, std::string* body);
+  bool ReadBody(const Request& req, Response& res, std::string* body);
   bool CheckProtocolVersion(const Request& req, Response& res);
   std::shared_ptr<Session> SessionFromHeader(const Request& req, Response& res);
-  void ReplyJson(Response& res, Session& session, http::MessageQueue& queue, const jsonrpc::Id& id);
-  void ReplyStream(Response& res, std::shared_ptr<Session> session,
+  void ReplyJson(int sock, Response& res, Session& session, http::MessageQueue& queue,
+                 const jsonrpc::Id& id);
+  void ReplyStream(int sock, Response& res, std::shared_ptr<Session> session,
                    std::shared_ptr<http::MessageQueue> queue, jsonrpc::Id id);
-  bool Pump(http::MessageQueue& queue, httplib::DataSink& out, bool* finished);
-  bool Write(httplib::DataSink& out, std::string_view data);
+  bool Pump(int sock, http::MessageQueue& queue, http::StreamSink& out, bool* finished);
 
   void RemoveSession(const std::string& id, std::string_view why);
   std::optional<std::string> NewSessionId(Response& res);
@@ -112,8 +111,6 @@ class HttpServer::Impl {
   const http::AdmissionPolicy admission_;
   UniqueFd stop_fd_;
   std::unique_ptr<http::ConnectionServer> svr_;
-  std::thread listen_thread_;
-  std::atomic<bool> listen_done_{false};
   std::atomic<int> port_{0};
   std::mutex stop_mu_;
   bool stopped_ = false;
@@ -135,39 +132,26 @@ Result<int> HttpServer::Impl::Start() {
   limits.read_timeout = options_.read_timeout;
   limits.request_timeout = options_.request_timeout;
   limits.write_timeout = options_.write_timeout;
-  svr_ = std::make_unique<http::ConnectionServer>(limits, stop_fd_.Get());
-  Install(*svr_);
+  svr_ = std::make_unique<http::ConnectionServer>(limits, stop_fd_.Get(), *this);
 
-  const std::string& host = options_.listen.host;
-  errno = 0;
-  int port = options_.listen.port;
-  if (port == 0) {
-    port = svr_->bind_to_any_port(host);
-  } else if (!svr_->bind_to_port(host, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    const int saved = errno;
+  const Result<int> port = svr_->Listen(options_.listen.host, options_.listen.port, kListenBacklog);
+  if (!port.ok()) {
     std::string why = "cannot listen on " + options_.listen.ToString();
-    if (saved != 0) why += std::string(": ") + strerrorname_np(saved);
+    if (port.error().sys_errno != 0) {
+      why += std::string(": ") + strerrorname_np(port.error().sys_errno);
+    }
+    svr_.reset();
     return MakeError(ErrorCode::kUnavailable,
                      why + " (is the port in use, or the address not one of this host?)");
   }
-  if (!svr_->SetBacklog(kListenBacklog)) {
-    log::Warn("cannot raise the listen backlog", {{"backlog", kListenBacklog}});
+  if (Result<void> started = svr_->Start(); !started.ok()) {
+    svr_.reset();
+    return std::move(started).error();
   }
-  port_ = port;
-  listen_thread_ = std::thread([this] {
-    if (!svr_->listen_after_bind()) log::Error("the HTTP listener failed");
-    listen_done_ = true;
-  });
-  // httplib's stop() is a no-op until the accept loop runs: wait for it so Stop() always works.
-  while (!svr_->is_running() && !listen_done_.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  port_ = *port;
 
   http::ListenAddress bound = options_.listen;
-  bound.port = port;
+  bound.port = *port;
   log::Info("http server listening", {{"address", bound.ToString()},
                                       {"endpoints", {"/mcp", "/sse", "/healthz"}},
                                       {"auth", !options_.auth_token.empty()}});
@@ -175,7 +159,7 @@ Result<int> HttpServer::Impl::Start() {
     log::Warn("listening on a non-loopback address without an auth token: anyone who can reach " +
               bound.ToString() + " can run code. Set MCP_EXEC_AUTH_TOKEN, or listen on 127.0.0.1");
   }
-  return port;
+  return *port;
 }
 
 void HttpServer::Impl::Stop() {
@@ -188,75 +172,46 @@ void HttpServer::Impl::Stop() {
     const uint64_t one = 1;
     (void)!write(stop_fd_.Get(), &one, sizeof one);
   }
-  if (svr_) svr_->stop();
-  if (listen_thread_.joinable()) listen_thread_.join();
+  if (svr_) svr_->Join();
   const size_t closed = sessions_.CloseAll();
   if (port_.load() > 0) log::Info("http server stopped", {{"sessions_closed", closed}});
 }
 
-void HttpServer::Impl::Install(http::ConnectionServer& svr) {
-  svr.set_payload_max_length(options_.max_body_bytes);
-  // Only what the Keep-Alive response header says: the connection loop enforces the limits.
-  const auto& limits = svr.Limits();
-  svr.set_keep_alive_timeout(std::max<time_t>(
-      1, std::chrono::duration_cast<std::chrono::seconds>(limits.keep_alive_timeout).count()));
-  svr.set_keep_alive_max_count(limits.keep_alive_max_requests);
-  svr.set_pre_routing_handler(
-      [this](const Request& req, Response& res) { return http::Admit(admission_, req, res); });
-  // A client waiting for "100 Continue" gets the refusal (401, 413...) before it sends a body.
-  svr.set_expect_100_continue_handler([this](const Request& req, Response& res) {
-    return http::Admit(admission_, req, res) == httplib::Server::HandlerResponse::Handled
-               ? res.status
-               : 100;
-  });
-  svr.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    log::Error("http handler failed",
-               {{"method", req.method}, {"path", req.path}, {"error", what}});
-    SendJson(res, 500, {{"error", "internal error"}});
-    CloseConnection(res);
-  });
-  svr.set_logger([](const Request& req, const Response& res) {
-    log::Debug("http request", {{"method", req.method},
-                                {"path", req.path},
-                                {"status", res.status},
-                                {"remote", req.remote_addr}});
-  });
-  svr.Post("/mcp", [this](const Request& req, Response& res, const httplib::ContentReader& r) {
-    PostMcp(req, res, r);
-  });
-  svr.Get("/mcp", [this](const Request& req, Response& res) { GetMcp(req, res); });
-  svr.Delete("/mcp", [this](const Request& req, Response& res) { DeleteMcp(req, res); });
-  svr.Get("/sse", [this](const Request& req, Response& res) { GetSse(req, res); });
-  svr.Post("/messages", [this](const Request& req, Response& res, const httplib::ContentReader& r) {
-    PostMessages(req, res, r);
-  });
+http::Admission HttpServer::Impl::Admit(const Request& req, Response& res) {
+  return http::Admit(admission_, req, res);
 }
 
-bool HttpServer::Impl::ReadBody(Response& res, const httplib::ContentReader& reader,
-                                std::string* body) {
-  bool too_large = false;
-  const bool ok = reader([&](const char* data, size_t n) {
-    if (body->size() + n > options_.max_body_bytes) {
-      too_large = true;
-      return false;
-    }
-    body->append(data, n);
-    return true;
-  });
-  if (ok) return true;
-  if (too_large) {
-    SendRpcError(res, 413, kTransportError,
-                 "Payload Too Large: the body is larger than " +
-                     std::to_string(options_.max_body_bytes) + " bytes");
+void HttpServer::Impl::Handle(Request& req, Response& res) {
+  // Admission has matched the path and method against the routes.
+  const std::string& path = req.head.path;
+  const std::string& method = req.head.method;
+  if (path == "/mcp" && method == "POST") {
+    PostMcp(req, res);
+  } else if (path == "/mcp" && method == "GET") {
+    GetMcp(req, res);
+  } else if (path == "/mcp" && method == "DELETE") {
+    DeleteMcp(req, res);
+  } else if (path == "/sse" && method == "GET") {
+    GetSse(req, res);
+  } else if (path == "/messages" && method == "POST") {
+    PostMessages(req, res);
   } else {
-    SendRpcError(res, 400, kTransportError, "Bad Request: could not read the body");
+    SendJson(res, 404, {{"error", "not found"}});
+  }
+}
+
+bool HttpServer::Impl::ReadBody(const Request& req, Response& res, std::string* body) {
+  switch (req.ReadBody(options_.max_body_bytes, body)) {
+    case http::BodyStatus::kOk:
+      return true;
+    case http::BodyStatus::kTooLarge:
+      SendRpcError(res, 413, kTransportError,
+                   "Payload Too Large: the body is larger than " +
+                       std::to_string(options_.max_body_bytes) + " bytes");
+      break;
+    case http::BodyStatus::kFailed:
+      SendRpcError(res, 400, kTransportError, "Bad Request: could not read the body");
+      break;
   }
   CloseConnection(res);
   return false;
@@ -282,10 +237,9 @@ std::shared_ptr<Session> HttpServer::Impl::SessionFromHeader(const Request& req,
   return session;
 }
 
-void HttpServer::Impl::PostMcp(const Request& req, Response& res,
-                               const httplib::ContentReader& reader) {
+void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   std::string body;
-  if (!ReadBody(res, reader, &body) || !CheckProtocolVersion(req, res)) return;
+  if (!ReadBody(req, res, &body) || !CheckProtocolVersion(req, res)) return;
 
   const jsonrpc::Incoming incoming = jsonrpc::Parse(body);
   const auto* request = std::get_if<jsonrpc::Request>(&incoming);
@@ -300,7 +254,7 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res,
 
   std::shared_ptr<Session> session;
   std::string new_id;
-  if (!req.has_header(kSessionHeader)) {
+  if (!req.head.HasHeader(kSessionHeader)) {
     if (invalid) {
       SendJson(res, 400, invalid->error_response);
       return;
@@ -342,7 +296,7 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res,
   if (!new_id.empty()) {
     // initialize answers synchronously; only a successful one opens a session.
     if (session->Initialized() && sessions_.Add(new_id, session)) {
-      res.set_header(kSessionHeader, new_id);
+      res.SetHeader(kSessionHeader, new_id);
       log::Info("http session opened", {{"session", SessionLabel(new_id)},
                                         {"transport", "streamable-http"},
                                         {"remote", req.remote_addr}});
@@ -361,15 +315,14 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res,
   const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
   if (new_id.empty()) sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
   if (mode == http::ResponseMode::kJson) {
-    ReplyJson(res, *session, **queue, id);
+    ReplyJson(req.socket, res, *session, **queue, id);
   } else {
-    ReplyStream(res, session, *queue, id);
+    ReplyStream(req.socket, res, session, *queue, id);
   }
 }
 
-void HttpServer::Impl::ReplyJson(Response& res, Session& session, http::MessageQueue& queue,
-                                 const jsonrpc::Id& id) {
-  const int sock = http::ConnectionServer::CurrentSocket();
+void HttpServer::Impl::ReplyJson(int sock, Response& res, Session& session,
+                                 http::MessageQueue& queue, const jsonrpc::Id& id) {
   while (true) {
     switch (http::WaitForMessages(queue.WaitFd(), sock, stop_fd_.Get(), options_.sse_keep_alive)) {
       case http::WaitResult::kTimeout:
@@ -390,7 +343,7 @@ void HttpServer::Impl::ReplyJson(Response& res, Session& session, http::MessageQ
     http::MessageQueue::Batch batch = queue.Take();
     if (batch.final) {
       res.status = 200;
-      res.set_content(std::move(batch.messages.back()), "application/json");
+      res.SetContent(std::move(batch.messages.back()), "application/json");
       return;
     }
     if (batch.aborted) {
@@ -400,16 +353,16 @@ void HttpServer::Impl::ReplyJson(Response& res, Session& session, http::MessageQ
   }
 }
 
-void HttpServer::Impl::ReplyStream(Response& res, std::shared_ptr<Session> session,
+void HttpServer::Impl::ReplyStream(int sock, Response& res, std::shared_ptr<Session> session,
                                    std::shared_ptr<http::MessageQueue> queue, jsonrpc::Id id) {
   res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
+  res.SetHeader("Cache-Control", "no-cache");
+  res.SetHeader("X-Accel-Buffering", "no");
   auto finished = std::make_shared<bool>(false);
-  res.set_chunked_content_provider(
+  res.SetStream(
       "text/event-stream",
-      [this, queue, finished](size_t, httplib::DataSink& out) {
-        return Pump(*queue, out, finished.get());
+      [this, sock, queue, finished](http::StreamSink& out) {
+        return Pump(sock, *queue, out, finished.get());
       },
       [session = std::move(session), finished, id = std::move(id)](bool) {
         // The stream ended before its response: the client hung up (or the server is
@@ -420,37 +373,33 @@ void HttpServer::Impl::ReplyStream(Response& res, std::shared_ptr<Session> sessi
 
 // One step of an event stream: waits for messages and writes them, or writes a keep-alive.
 // False ends the connection. `finished` (Streamable HTTP only) is set after the final response.
-bool HttpServer::Impl::Pump(http::MessageQueue& queue, httplib::DataSink& out, bool* finished) {
-  const int sock = http::ConnectionServer::CurrentSocket();
+bool HttpServer::Impl::Pump(int sock, http::MessageQueue& queue, http::StreamSink& out,
+                            bool* finished) {
   switch (http::WaitForMessages(queue.WaitFd(), sock, stop_fd_.Get(), options_.sse_keep_alive)) {
     case http::WaitResult::kStopped:
     case http::WaitResult::kPeerClosed:
       return false;
     case http::WaitResult::kTimeout:
-      return Write(out, http::kSseKeepAlive);
+      return out.Write(http::kSseKeepAlive);
     case http::WaitResult::kReady:
       break;
   }
   http::MessageQueue::Batch batch = queue.Take();
   for (const std::string& message : batch.messages) {
-    if (!Write(out, http::SseEvent("message", message))) return false;
+    if (!out.Write(http::SseEvent("message", message))) return false;
   }
   if (batch.final || batch.aborted) {
     if (finished) *finished = batch.final;
-    out.done();
+    out.Done();
   }
   return true;
-}
-
-bool HttpServer::Impl::Write(httplib::DataSink& out, std::string_view data) {
-  return out.write(data.data(), data.size());
 }
 
 void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
   if (!CheckProtocolVersion(req, res) || !SessionFromHeader(req, res)) return;
   // The server never sends a message that is not part of a request's reply, so it offers no
   // standalone stream (2025-11-25 transports: "or else return 405").
-  res.set_header("Allow", "POST, DELETE");
+  res.SetHeader("Allow", "POST, DELETE");
   SendRpcError(res, 405, kTransportError, "Method Not Allowed: no server-initiated stream");
 }
 
@@ -478,39 +427,39 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
   log::Info("http session opened",
             {{"session", SessionLabel(*id)}, {"transport", "sse"}, {"remote", req.remote_addr}});
   res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
+  res.SetHeader("Cache-Control", "no-cache");
+  res.SetHeader("X-Accel-Buffering", "no");
   auto endpoint_sent = std::make_shared<bool>(false);
-  res.set_chunked_content_provider(
+  res.SetStream(
       "text/event-stream",
-      [this, queue = *queue, endpoint_sent, endpoint = "/messages?sessionId=" + *id](
-          size_t, httplib::DataSink& out) {
+      [this, sock = req.socket, queue = *queue, endpoint_sent,
+       endpoint = "/messages?sessionId=" + *id](http::StreamSink& out) {
         if (!*endpoint_sent) {
           *endpoint_sent = true;
-          return Write(out, http::SseEvent("endpoint", endpoint));
+          return out.Write(http::SseEvent("endpoint", endpoint));
         }
-        return Pump(*queue, out, nullptr);
+        return Pump(sock, *queue, out, nullptr);
       },
       [this, id = *id](bool) { RemoveSession(id, "event stream closed"); });
 }
 
-void HttpServer::Impl::PostMessages(const Request& req, Response& res,
-                                    const httplib::ContentReader& reader) {
+void HttpServer::Impl::PostMessages(const Request& req, Response& res) {
   std::string body;
-  if (!ReadBody(res, reader, &body)) return;
-  if (!req.has_param("sessionId")) {
+  if (!ReadBody(req, res, &body)) return;
+  const std::optional<std::string> session_id = http::QueryParam(req.head.query, "sessionId");
+  if (!session_id) {
     SendRpcError(res, 400, kTransportError, "Bad Request: the sessionId parameter is required");
     return;
   }
   std::shared_ptr<http::MessageQueue> stream;
-  auto session = sessions_.Find(req.get_param_value("sessionId"), Kind::kLegacy, &stream);
+  auto session = sessions_.Find(*session_id, Kind::kLegacy, &stream);
   if (!session) {
     SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
   }
   session->Handle(body, std::make_shared<http::QueueSink>(stream, http::SinkMode::kSessionStream));
   res.status = 202;
-  res.set_content("Accepted", "text/plain");
+  res.SetContent("Accepted", "text/plain");
 }
 
 std::optional<std::string> HttpServer::Impl::NewSessionId(Response& res) {

@@ -1,0 +1,519 @@
+// The request loop of one connection (ServeConnection) over a socketpair, with a scripted
+// handler: keep-alive, pipelining, bodies, 100-continue, streams, limits and timeouts.
+#include "mcp/transport/http_connection.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace mcpexec::mcp::http {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+class ScriptedHandler : public Handler {
+ public:
+  std::function<Admission(const Request&, Response&)> admit = [](const Request&, Response&) {
+    return Admission::kAdmitted;
+  };
+  // Default: answers with the path, or with the body for a POST.
+  std::function<void(Request&, Response&)> handle = [](Request& req, Response& res) {
+    std::string body;
+    if (req.head.method == "POST" && req.ReadBody(1 << 20, &body) != BodyStatus::kOk) {
+      res.status = 400;
+    }
+    res.SetContent(req.head.method == "POST" ? body : req.head.path, "text/plain");
+  };
+
+  Admission Admit(const Request& req, Response& res) override { return admit(req, res); }
+  void Handle(Request& req, Response& res) override { handle(req, res); }
+};
+
+class ConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    limits_.keep_alive_timeout = 5s;
+    limits_.read_timeout = 5s;
+    limits_.request_timeout = 5s;
+    limits_.write_timeout = 5s;
+  }
+
+  void Start() {
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    client_.Reset(fds[0]);
+    stop_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    ASSERT_TRUE(stop_.Valid());
+    server_ = std::thread([this, sock = fds[1]] {
+      ServeConnection(sock, stop_.Get(), limits_, handler_);
+      served_ = true;
+    });
+  }
+
+  void TearDown() override {
+    if (!server_.joinable()) return;
+    const uint64_t one = 1;
+    (void)!write(stop_.Get(), &one, sizeof one);
+    server_.join();
+  }
+
+  void Send(std::string_view data) {
+    ASSERT_EQ(send(client_.Get(), data.data(), data.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(data.size()));
+  }
+
+  // Reads until `received_` holds `needle` (true), EOF or the timeout (false).
+  bool WaitFor(std::string_view needle, std::chrono::milliseconds timeout = 5s) {
+    const auto deadline = Clock::now() + timeout;
+    while (received_.find(needle) == std::string::npos) {
+      if (!ReadSome(deadline)) return false;
+    }
+    return true;
+  }
+
+  // Reads until the server closes the connection (true) or the timeout (false).
+  bool WaitEof(std::chrono::milliseconds timeout = 5s) {
+    const auto deadline = Clock::now() + timeout;
+    while (!eof_) {
+      if (!ReadSome(deadline) && !eof_) return false;
+    }
+    return true;
+  }
+
+  bool ReadSome(Clock::time_point deadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{client_.Get(), POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char buf[65536];
+    const ssize_t n = recv(client_.Get(), buf, sizeof buf, 0);
+    if (n <= 0) {
+      eof_ = true;
+      return false;
+    }
+    received_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  static size_t Count(const std::string& s, std::string_view what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  ConnectionLimits limits_;
+  ScriptedHandler handler_;
+  UniqueFd client_;
+  UniqueFd stop_;
+  std::thread server_;
+  std::atomic<bool> served_{false};
+  std::string received_;
+  bool eof_ = false;
+};
+
+constexpr char kGetA[] = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n";
+constexpr char kGetBClose[] = "GET /b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+
+TEST_F(ConnectionTest, PipelinedRequestsAreAnsweredInOrder) {
+  Start();
+  Send(std::string(kGetA) + kGetA + kGetBClose);
+  ASSERT_TRUE(WaitEof());
+  EXPECT_EQ(Count(received_, "HTTP/1.1 200 OK\r\n"), 3u);
+  const size_t a2 = received_.find("\r\n\r\n/a", received_.find("\r\n\r\n/a") + 1);
+  const size_t b = received_.find("\r\n\r\n/b");
+  ASSERT_NE(a2, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_LT(a2, b);
+  EXPECT_EQ(Count(received_, "Connection: close\r\n"), 1u);
+  EXPECT_TRUE(received_.ends_with("Connection: close\r\n\r\n/b"));
+}
+
+TEST_F(ConnectionTest, KeepAliveServesOneRequestAfterAnother) {
+  Start();
+  Send(kGetA);
+  ASSERT_TRUE(WaitFor("\r\n\r\n/a"));
+  EXPECT_NE(received_.find("Keep-Alive: timeout=5\r\n"), std::string::npos);
+  EXPECT_NE(received_.find("Content-Length: 2\r\n"), std::string::npos);
+  Send(kGetBClose);
+  ASSERT_TRUE(WaitEof());
+  EXPECT_TRUE(received_.ends_with("/b"));
+}
+
+TEST_F(ConnectionTest, Http10ClosesUnlessKeptAlive) {
+  Start();
+  Send("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  ASSERT_TRUE(WaitFor("Connection: keep-alive\r\n"));
+  ASSERT_TRUE(WaitFor("/a"));
+  Send("GET /b HTTP/1.0\r\n\r\n");
+  ASSERT_TRUE(WaitEof());
+  EXPECT_TRUE(received_.ends_with("Connection: close\r\n\r\n/b"));
+}
+
+TEST_F(ConnectionTest, ContentLengthBody) {
+  Start();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhel");
+  std::this_thread::sleep_for(20ms);
+  Send("lo");
+  Send(kGetBClose);
+  ASSERT_TRUE(WaitEof());
+  EXPECT_NE(received_.find("Content-Length: 5\r\nKeep-Alive: timeout=5\r\n\r\nhello"),
+            std::string::npos);
+  EXPECT_TRUE(received_.ends_with("/b"));
+}
+
+TEST_F(ConnectionTest, ChunkedBodyThenAPipelinedRequest) {
+  Start();
+  Send(
+      "POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
+      "6;ext=1\r\n world\r\n0\r\nTrailer: x\r\n\r\n" +
+      std::string(kGetBClose));
+  ASSERT_TRUE(WaitEof());
+  EXPECT_NE(received_.find("\r\n\r\nhello world"), std::string::npos);
+  EXPECT_TRUE(received_.ends_with("/b"));
+}
+
+TEST_F(ConnectionTest, ChunkedBodyOverTheLimitIsTooLarge) {
+  BodyStatus status = BodyStatus::kOk;
+  handler_.handle = [&](Request& req, Response& res) {
+    std::string body;
+    status = req.ReadBody(4, &body);
+    res.status = 413;
+  };
+  Start();
+  Send(
+      "POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+  ASSERT_TRUE(WaitEof());
+  EXPECT_EQ(status, BodyStatus::kTooLarge);
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 413 Payload Too Large\r\n"));
+  EXPECT_NE(received_.find("Connection: close\r\n"), std::string::npos);
+}
+
+TEST_F(ConnectionTest, MalformedChunkedBodyFailsTheRead) {
+  BodyStatus status = BodyStatus::kOk;
+  handler_.handle = [&](Request& req, Response& res) {
+    std::string body;
+    status = req.ReadBody(100, &body);
+    res.status = 400;
+  };
+  Start();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  ASSERT_TRUE(WaitEof());
+  EXPECT_EQ(status, BodyStatus::kFailed);
+}
+
+TEST_F(ConnectionTest, ExpectContinueIsAnsweredWhenTheBodyIsRead) {
+  Start();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  ASSERT_TRUE(WaitFor("HTTP/1.1 100 Continue\r\n\r\n"));
+  EXPECT_EQ(received_, "HTTP/1.1 100 Continue\r\n\r\n");
+  Send("hello");
+  ASSERT_TRUE(WaitFor("\r\n\r\nhello"));
+  EXPECT_NE(received_.find("HTTP/1.1 200 OK\r\n"), std::string::npos);
+  EXPECT_EQ(received_.find("Connection: close"), std::string::npos);
+}
+
+TEST_F(ConnectionTest, ARefusalIsSentInsteadOfContinue) {
+  handler_.admit = [](const Request&, Response& res) {
+    res.status = 413;
+    return Admission::kAnswered;
+  };
+  Start();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 99999\r\nExpect: 100-continue\r\n\r\n");
+  ASSERT_TRUE(WaitEof());
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 413 Payload Too Large\r\n"));
+  EXPECT_EQ(received_.find("100 Continue"), std::string::npos);
+  EXPECT_NE(received_.find("Connection: close\r\n"), std::string::npos);
+}
+
+TEST_F(ConnectionTest, AnUnreadBodyClosesTheConnection) {
+  handler_.handle = [](Request&, Response& res) { res.SetContent("no", "text/plain"); };
+  Start();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc" + std::string(kGetA));
+  ASSERT_TRUE(WaitEof());
+  EXPECT_EQ(Count(received_, "HTTP/1.1 "), 1u);
+  EXPECT_NE(received_.find("Connection: close\r\n"), std::string::npos);
+}
+
+TEST_F(ConnectionTest, HeadGetsTheLengthWithoutTheBody) {
+  Start();
+  Send("HEAD /abcde HTTP/1.1\r\nHost: h\r\n\r\n" + std::string(kGetBClose));
+  ASSERT_TRUE(WaitEof());
+  EXPECT_NE(received_.find("Content-Length: 6\r\nKeep-Alive: timeout=5\r\n\r\nHTTP/1.1 200"),
+            std::string::npos);
+  EXPECT_TRUE(received_.ends_with("/b"));
+}
+
+TEST_F(ConnectionTest, StreamedResponseIsChunkedAndTheConnectionLivesOn) {
+  std::atomic<int> ended{-1};
+  handler_.handle = [&](Request& req, Response& res) {
+    if (req.head.path != "/stream") {
+      res.SetContent(req.head.path, "text/plain");
+      return;
+    }
+    auto step = std::make_shared<int>(0);
+    res.SetStream(
+        "text/event-stream",
+        [step](StreamSink& out) {
+          switch ((*step)++) {
+            case 0:
+              return out.Write("a") && out.Write("");  // an empty piece is not a chunk
+            case 1:
+              return out.Write("bc");
+            default:
+              out.Done();
+              return true;
+          }
+        },
+        [&](bool done) { ended = done ? 1 : 0; });
+  };
+  Start();
+  Send("GET /stream HTTP/1.1\r\nHost: h\r\n\r\n" + std::string(kGetBClose));
+  ASSERT_TRUE(WaitEof());
+  EXPECT_NE(received_.find("Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"),
+            std::string::npos);
+  EXPECT_NE(received_.find("\r\n\r\n1\r\na\r\n2\r\nbc\r\n0\r\n\r\nHTTP/1.1 200 OK"),
+            std::string::npos);
+  EXPECT_TRUE(received_.ends_with("/b"));
+  EXPECT_EQ(ended.load(), 1);
+}
+
+TEST_F(ConnectionTest, StreamToHttp10EndsWithTheConnection) {
+  handler_.handle = [](Request&, Response& res) {
+    auto sent = std::make_shared<bool>(false);
+    res.SetStream(
+        "text/event-stream",
+        [sent](StreamSink& out) {
+          if (*sent) {
+            out.Done();
+            return true;
+          }
+          *sent = true;
+          return out.Write("abc");
+        },
+        nullptr);
+  };
+  Start();
+  Send("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  ASSERT_TRUE(WaitEof());
+  EXPECT_EQ(received_.find("Transfer-Encoding"), std::string::npos);
+  EXPECT_TRUE(received_.ends_with("Connection: close\r\n\r\nabc"));
+}
+
+TEST_F(ConnectionTest, AProviderThatFailsEndsTheConnection) {
+  std::atomic<int> ended{-1};
+  handler_.handle = [&](Request&, Response& res) {
+    res.SetStream(
+        "text/event-stream", [](StreamSink& out) { return out.Write("x") && false; },
+        [&](bool done) { ended = done ? 1 : 0; });
+  };
+  Start();
+  Send(std::string(kGetA) + kGetA);
+  ASSERT_TRUE(WaitEof());
+  EXPECT_EQ(Count(received_, "HTTP/1.1 200"), 1u);
+  EXPECT_TRUE(received_.ends_with("1\r\nx\r\n"));  // no last chunk: the body is cut short
+  EXPECT_EQ(ended.load(), 0);
+}
+
+TEST_F(ConnectionTest, MalformedHeadsAreAnsweredAndClosed) {
+  Start();
+  Send("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx" +
+       std::string(kGetA));
+  ASSERT_TRUE(WaitEof());
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 400 Bad Request\r\n"));
+  EXPECT_NE(received_.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_NE(received_.find("{\"error\":\"more than one Content-Length\"}"), std::string::npos);
+  EXPECT_EQ(Count(received_, "HTTP/1.1 "), 1u);  // the smuggled request is never served
+}
+
+TEST_F(ConnectionTest, OversizedHeadIs431) {
+  limits_.head.max_head_bytes = 256;
+  Start();
+  Send("GET / HTTP/1.1\r\nHost: h\r\nX: " + std::string(300, 'a'));
+  ASSERT_TRUE(WaitEof());
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"));
+}
+
+TEST_F(ConnectionTest, UnsupportedVersionIs505) {
+  Start();
+  Send("GET / HTTP/2.0\r\n\r\n");
+  ASSERT_TRUE(WaitEof());
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 505 HTTP Version Not Supported\r\n"));
+}
+
+TEST_F(ConnectionTest, ASlowHeadIsCutAtTheRequestDeadline) {
+  limits_.request_timeout = 300ms;
+  Start();
+  const auto start = Clock::now();
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    const std::string head = "GET / HTTP/1.1\r\nHost: h\r\nX-Slow: ";
+    for (size_t i = 0; !stop; ++i) {
+      const char c = i < head.size() ? head[i] : 'a';
+      if (send(client_.Get(), &c, 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  const bool closed = WaitEof(3s);
+  stop = true;
+  drip.join();
+  ASSERT_TRUE(closed);
+  const auto elapsed = Clock::now() - start;
+  EXPECT_GE(elapsed, 250ms);
+  EXPECT_LT(elapsed, 1500ms);
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 408 Request Timeout\r\n")) << received_;
+}
+
+TEST_F(ConnectionTest, AnIdleConnectionIsClosedSilently) {
+  limits_.keep_alive_timeout = 100ms;
+  Start();
+  Send(kGetA);
+  ASSERT_TRUE(WaitFor("/a"));
+  received_.clear();
+  ASSERT_TRUE(WaitEof(2s));
+  EXPECT_EQ(received_, "");
+}
+
+TEST_F(ConnectionTest, StopEndsAnIdleConnection) {
+  Start();
+  Send(kGetA);
+  ASSERT_TRUE(WaitFor("/a"));
+  const uint64_t one = 1;
+  ASSERT_EQ(write(stop_.Get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  ASSERT_TRUE(WaitEof(2s));
+}
+
+TEST_F(ConnectionTest, AHandlerExceptionIs500AndCloses) {
+  handler_.handle = [](Request&, Response&) { throw std::runtime_error("boom"); };
+  Start();
+  Send(std::string(kGetA) + kGetA);
+  ASSERT_TRUE(WaitEof());
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 500 Internal Server Error\r\n"));
+  EXPECT_TRUE(received_.ends_with("{\"error\":\"internal error\"}"));
+  EXPECT_EQ(Count(received_, "HTTP/1.1 "), 1u);
+}
+
+TEST_F(ConnectionTest, RequestsPerConnectionAreCapped) {
+  limits_.keep_alive_max_requests = 2;
+  Start();
+  Send(std::string(kGetA) + kGetA + kGetA);
+  ASSERT_TRUE(WaitEof());
+  EXPECT_EQ(Count(received_, "HTTP/1.1 200"), 2u);
+  EXPECT_TRUE(received_.ends_with("Connection: close\r\n\r\n/a"));
+}
+
+TEST_F(ConnectionTest, TheHandlerSeesTheHeadAndTheSocket) {
+  Request seen;
+  handler_.handle = [&](Request& req, Response&) {
+    seen.head = req.head;
+    seen.socket = req.socket;
+  };
+  Start();
+  Send("GET /messages?sessionId=x%41 HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nConnection: close\r\n\r\n");
+  ASSERT_TRUE(WaitEof());
+  EXPECT_EQ(seen.head.path, "/messages");
+  EXPECT_EQ(QueryParam(seen.head.query, "sessionId"), "xA");
+  EXPECT_EQ(seen.head.Header("x-a"), "1");
+  EXPECT_GE(seen.socket, 0);
+}
+
+TEST(WaitForMessages, ReadyTimeoutStopAndHangUp) {
+  UniqueFd queue(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  UniqueFd ours(fds[0]);
+  UniqueFd peer(fds[1]);
+  EXPECT_EQ(WaitForMessages(queue.Get(), ours.Get(), stop.Get(), 10ms), WaitResult::kTimeout);
+  const uint64_t one = 1;
+  ASSERT_EQ(write(queue.Get(), &one, sizeof one), 8);
+  EXPECT_EQ(WaitForMessages(queue.Get(), ours.Get(), stop.Get(), 10ms), WaitResult::kReady);
+  peer.Reset();
+  EXPECT_EQ(WaitForMessages(queue.Get(), ours.Get(), stop.Get(), 10ms), WaitResult::kPeerClosed);
+  EXPECT_EQ(WaitForMessages(queue.Get(), -1, stop.Get(), 10ms), WaitResult::kReady);
+  ASSERT_EQ(write(stop.Get(), &one, sizeof one), 8);
+  EXPECT_EQ(WaitForMessages(queue.Get(), -1, stop.Get(), 10ms), WaitResult::kStopped);
+}
+
+// A TCP client for ConnectionServer tests: connects to 127.0.0.1:port.
+UniqueFd Connect(int port) {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd.Get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  return fd;
+}
+
+// Everything the peer sends until it closes (or 5 s pass).
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  pollfd p{fd, POLLIN, 0};
+  while (poll(&p, 1, 5000) > 0) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+TEST(ConnectionServer, ServesOverTcpAndRefusesConnectionsBeyondTheCap) {
+  UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  ScriptedHandler handler;
+  ConnectionLimits limits;
+  limits.max_connections = 1;
+  ConnectionServer server(limits, stop.Get(), handler);
+  const Result<int> port = server.Listen("127.0.0.1", 0, 16);
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  ASSERT_GT(*port, 0);
+  ASSERT_TRUE(server.Start().ok());
+
+  UniqueFd first = Connect(*port);
+  const std::string get = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n";
+  ASSERT_EQ(send(first.Get(), get.data(), get.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(get.size()));
+  char buf[4096];
+  pollfd p{first.Get(), POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  const ssize_t n = recv(first.Get(), buf, sizeof buf, 0);
+  ASSERT_GT(n, 0);
+  EXPECT_TRUE(std::string(buf, static_cast<size_t>(n)).starts_with("HTTP/1.1 200 OK\r\n"));
+
+  // The first connection is idle but open: it holds the only slot.
+  UniqueFd second = Connect(*port);
+  const std::string refused = ReadAll(second.Get());
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 503 Service Unavailable\r\n")) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1\r\n"), std::string::npos);
+
+  const uint64_t one = 1;
+  ASSERT_EQ(write(stop.Get(), &one, sizeof one), 8);
+  server.Join();
+  EXPECT_EQ(ReadAll(first.Get()), "");  // closed by the stop
+}
+
+TEST(ConnectionServer, ABusyPortIsUnavailable) {
+  UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  ScriptedHandler handler;
+  ConnectionServer a({}, stop.Get(), handler);
+  const Result<int> port = a.Listen("127.0.0.1", 0, 16);
+  ASSERT_TRUE(port.ok());
+  ConnectionServer b({}, stop.Get(), handler);
+  const Result<int> again = b.Listen("127.0.0.1", *port, 16);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(again.error().sys_errno, EADDRINUSE);
+  EXPECT_FALSE(b.Listen("localhost", 0, 16).ok());  // literals only
+}
+
+}  // namespace
+}  // namespace mcpexec::mcp::http
