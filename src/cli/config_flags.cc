@@ -26,6 +26,8 @@ constexpr FlagSpec kFlags[] = {
     {"--max-stdin-bytes", "MCP_EXEC_MAX_STDIN_BYTES", "Cap on stdin", false},
     {"--python", "MCP_EXEC_PYTHON", "Interpreter inside the rootfs", false},
     {"--rootfs", "MCP_EXEC_ROOTFS", "Python rootfs directory", false},
+    {"--seccomp-profile", "MCP_EXEC_SECCOMP_PROFILE",
+     "Docker-format seccomp profile for the program, or 'unconfined' (no filter)", false},
     {"--workspace-bytes", "MCP_EXEC_WORKSPACE_BYTES", "Size of the /tmp workspace tmpfs", false},
     {"--host-uid", "MCP_EXEC_HOST_UID",
      "As root: the unprivileged host uid the sandbox user maps to (default 65532)", false},

@@ -87,9 +87,19 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   mcp::ServerInfo info;
   info.version = version;
   mcp::Server server(info, {std::make_shared<exec::ExecTool>(*config, *plan)}, pool);
+  const sandbox::SeccompFilter* filter = (*plan)->Seccomp();
+  if (filter == nullptr) {
+    log::Warn("seccomp is off (MCP_EXEC_SECCOMP_PROFILE=unconfined): programs can use every "
+              "system call the namespaces allow");
+  } else {
+    for (const auto& skipped : filter->Skipped()) {
+      log::Debug("seccomp rule skipped", {{"syscall", skipped.name}, {"reason", skipped.reason}});
+    }
+  }
   log::Info("starting", {{"version", version},
                          {"transport", config->transport},
                          {"rootfs", (*plan)->Spec().rootfs},
+                         {"seccomp_profile", config->seccomp_profile},
                          {"max_concurrency", config->max_concurrency},
                          {"max_queue", config->max_queue}});
 

@@ -120,6 +120,8 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
        [&](auto& n, auto& v) { return SetInt(n, v, 1, 1024, c.max_concurrency); }},
       {"MCP_EXEC_MAX_QUEUE", [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_queue); }},
       {"MCP_EXEC_ROOTFS", [&](auto& n, auto& v) { return SetPath(n, v, c.rootfs); }},
+      {"MCP_EXEC_SECCOMP_PROFILE",
+       [&](auto& n, auto& v) { return SetPath(n, v, c.seccomp_profile); }},
       {"MCP_EXEC_PYTHON", [&](auto& n, auto& v) { return SetPath(n, v, c.python); }},
       {"MCP_EXEC_DEFAULT_TIMEOUT_S",
        [&](auto& n, auto& v) { return SetInt(n, v, 1, 86400, c.default_timeout_s); }},

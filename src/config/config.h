@@ -16,6 +16,8 @@ namespace mcpexec::config {
 struct Config {
   std::string rootfs;                       // MCP_EXEC_ROOTFS (default: the built one)
   std::string python = "python3";           // MCP_EXEC_PYTHON, inside the rootfs
+  // MCP_EXEC_SECCOMP_PROFILE: "default" (built in), a profile file, or "unconfined".
+  std::string seccomp_profile = "default";
   int default_timeout_s = 30;               // MCP_EXEC_DEFAULT_TIMEOUT_S
   int max_timeout_s = 300;                  // MCP_EXEC_MAX_TIMEOUT_S
   uint64_t max_output_bytes = 1 << 20;      // MCP_EXEC_MAX_OUTPUT_BYTES

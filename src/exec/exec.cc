@@ -23,6 +23,7 @@ sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
   spec.rootfs = config.rootfs;
   spec.python = config.python;
   spec.workspace_bytes = config.workspace_bytes;
+  spec.seccomp_profile = config.seccomp_profile;
   const sandbox::HostIds ids = sandbox::ResolveHostIds(config.host_uid, config.host_gid);
   spec.outside_uid = ids.uid;
   spec.outside_gid = ids.gid;

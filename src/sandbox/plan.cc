@@ -265,7 +265,7 @@ void LaunchPlan::BuildView() {
   view_.program_path = program_path_.c_str();
   view_.rlimits = rlimits_.data();
   view_.rlimit_count = rlimits_.size();
-  view_.seccomp = nullptr;
+  view_.seccomp = seccomp_ ? seccomp_->Program() : nullptr;
   view_.exec_path = exec_path_.c_str();
   view_.argv = argv_ptrs_.data();
   view_.envp = env_ptrs_.data();
@@ -291,6 +291,9 @@ std::string LaunchPlan::Describe() const {
   for (const RlimitView& r : rlimits_) {
     out << "rlimit " << r.resource << " " << r.limit.rlim_cur << " " << r.limit.rlim_max << "\n";
   }
+  out << "seccomp " << spec_.seccomp_profile;
+  if (seccomp_) out << ": " << seccomp_->Instructions().size() << " BPF instructions";
+  out << "\n";
   out << "exec";
   for (const auto& a : argv_) out << " " << a;
   out << "\nenv";
@@ -326,6 +329,15 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec) {
   plan->env_ = {kPathEnv, std::string("HOME=") + kWorkspaceDir, "LANG=C.UTF-8", "MPLBACKEND=Agg",
                 "PYTHONDONTWRITEBYTECODE=1"};
   plan->rlimits_ = {RlimitView{RLIMIT_CORE, {0, 0}}};
+  if (spec.seccomp_profile.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "no seccomp profile configured: set MCP_EXEC_SECCOMP_PROFILE to a profile, "
+                     "or to \"unconfined\" to run without a filter");
+  }
+  if (spec.seccomp_profile != kSeccompUnconfined) {
+    MCPEXEC_ASSIGN_OR_RETURN(SeccompFilter filter, LoadSeccompFilter(spec.seccomp_profile));
+    plan->seccomp_.emplace(std::move(filter));
+  }
   plan->empty_caps_ = cap_init();
   if (plan->empty_caps_ == nullptr) return Errno(ErrorCode::kResourceExhausted, "cap_init");
   plan->BuildView();

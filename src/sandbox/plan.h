@@ -6,11 +6,13 @@
 #include <sys/capability.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "sandbox/child/plan_view.h"
+#include "sandbox/seccomp_filter.h"
 #include "sandbox/spec.h"
 
 namespace mcpexec::sandbox {
@@ -39,6 +41,8 @@ class LaunchPlan {
   const std::string& ExecPath() const { return exec_path_; }  // path inside the sandbox
   const std::string& UidMap() const { return uid_map_; }
   const std::string& GidMap() const { return gid_map_; }
+  // The compiled filter; nullptr when the spec chose kSeccompUnconfined.
+  const SeccompFilter* Seccomp() const { return seccomp_ ? &*seccomp_ : nullptr; }
 
   // One line per prepared step, for tests and for `--describe`-style debugging.
   std::string Describe() const;
@@ -57,6 +61,7 @@ class LaunchPlan {
   std::vector<std::string> argv_, env_;
   std::vector<const char*> argv_ptrs_, env_ptrs_;
   cap_t empty_caps_ = nullptr;
+  std::optional<SeccompFilter> seccomp_;
   PlanView view_{};
 };
 

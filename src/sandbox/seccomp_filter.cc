@@ -1,5 +1,10 @@
 #include "sandbox/seccomp_filter.h"
 
+#include <nlohmann/json.hpp>
+
+#include "default_seccomp_profile.h"
+#include "sandbox/spec.h"
+
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -28,19 +33,27 @@ constexpr size_t kMaxInstructions = 4096;
 
 struct ArchNames {
   uint32_t token;
-  const char* go;         // runtime.GOARCH, what Docker compares `arches` with
+  const char* profile;  // as profiles spell it
+  const char* go;       // runtime.GOARCH, what Docker compares `arches` with
   const char* libseccomp;
 };
 
 constexpr ArchNames kArchNames[] = {
-    {SCMP_ARCH_X86_64, "amd64", "x86_64"},     {SCMP_ARCH_X86, "386", "x86"},
-    {SCMP_ARCH_X32, "amd64p32", "x32"},        {SCMP_ARCH_AARCH64, "arm64", "aarch64"},
-    {SCMP_ARCH_ARM, "arm", "arm"},             {SCMP_ARCH_PPC64LE, "ppc64le", "ppc64le"},
-    {SCMP_ARCH_PPC64, "ppc64", "ppc64"},       {SCMP_ARCH_PPC, "ppc", "ppc"},
-    {SCMP_ARCH_S390X, "s390x", "s390x"},       {SCMP_ARCH_S390, "s390", "s390"},
-    {SCMP_ARCH_RISCV64, "riscv64", "riscv64"}, {SCMP_ARCH_MIPS64, "mips64", "mips64"},
-    {SCMP_ARCH_MIPSEL64, "mips64le", "mipsel64"}, {SCMP_ARCH_MIPS, "mips", "mips"},
-    {SCMP_ARCH_MIPSEL, "mipsle", "mipsel"},
+    {SCMP_ARCH_X86_64, "SCMP_ARCH_X86_64", "amd64", "x86_64"},
+    {SCMP_ARCH_X86, "SCMP_ARCH_X86", "386", "x86"},
+    {SCMP_ARCH_X32, "SCMP_ARCH_X32", "amd64p32", "x32"},
+    {SCMP_ARCH_AARCH64, "SCMP_ARCH_AARCH64", "arm64", "aarch64"},
+    {SCMP_ARCH_ARM, "SCMP_ARCH_ARM", "arm", "arm"},
+    {SCMP_ARCH_PPC64LE, "SCMP_ARCH_PPC64LE", "ppc64le", "ppc64le"},
+    {SCMP_ARCH_PPC64, "SCMP_ARCH_PPC64", "ppc64", "ppc64"},
+    {SCMP_ARCH_PPC, "SCMP_ARCH_PPC", "ppc", "ppc"},
+    {SCMP_ARCH_S390X, "SCMP_ARCH_S390X", "s390x", "s390x"},
+    {SCMP_ARCH_S390, "SCMP_ARCH_S390", "s390", "s390"},
+    {SCMP_ARCH_RISCV64, "SCMP_ARCH_RISCV64", "riscv64", "riscv64"},
+    {SCMP_ARCH_MIPS64, "SCMP_ARCH_MIPS64", "mips64", "mips64"},
+    {SCMP_ARCH_MIPSEL64, "SCMP_ARCH_MIPSEL64", "mips64le", "mipsel64"},
+    {SCMP_ARCH_MIPS, "SCMP_ARCH_MIPS", "mips", "mips"},
+    {SCMP_ARCH_MIPSEL, "SCMP_ARCH_MIPSEL", "mipsle", "mipsel"},
 };
 
 const ArchNames* FindArch(uint32_t token) {
@@ -68,12 +81,18 @@ struct Action {
 
   uint32_t Encoded() const {
     switch (kind) {
-      case SeccompAction::kAllow: return SCMP_ACT_ALLOW;
-      case SeccompAction::kErrno: return SCMP_ACT_ERRNO(errno_ret);
-      case SeccompAction::kKillThread: return SCMP_ACT_KILL_THREAD;
-      case SeccompAction::kKillProcess: return SCMP_ACT_KILL_PROCESS;
-      case SeccompAction::kTrap: return SCMP_ACT_TRAP;
-      case SeccompAction::kLog: return SCMP_ACT_LOG;
+      case SeccompAction::kAllow:
+        return SCMP_ACT_ALLOW;
+      case SeccompAction::kErrno:
+        return SCMP_ACT_ERRNO(errno_ret);
+      case SeccompAction::kKillThread:
+        return SCMP_ACT_KILL_THREAD;
+      case SeccompAction::kKillProcess:
+        return SCMP_ACT_KILL_PROCESS;
+      case SeccompAction::kTrap:
+        return SCMP_ACT_TRAP;
+      case SeccompAction::kLog:
+        return SCMP_ACT_LOG;
     }
     return SCMP_ACT_KILL_PROCESS;
   }
@@ -90,13 +109,20 @@ Action EntryAction(SeccompAction kind, const std::optional<uint32_t>& errno_ret)
 
 scmp_compare CompareOp(SeccompOp op) {
   switch (op) {
-    case SeccompOp::kNe: return SCMP_CMP_NE;
-    case SeccompOp::kLt: return SCMP_CMP_LT;
-    case SeccompOp::kLe: return SCMP_CMP_LE;
-    case SeccompOp::kEq: return SCMP_CMP_EQ;
-    case SeccompOp::kGe: return SCMP_CMP_GE;
-    case SeccompOp::kGt: return SCMP_CMP_GT;
-    case SeccompOp::kMaskedEq: return SCMP_CMP_MASKED_EQ;
+    case SeccompOp::kNe:
+      return SCMP_CMP_NE;
+    case SeccompOp::kLt:
+      return SCMP_CMP_LT;
+    case SeccompOp::kLe:
+      return SCMP_CMP_LE;
+    case SeccompOp::kEq:
+      return SCMP_CMP_EQ;
+    case SeccompOp::kGe:
+      return SCMP_CMP_GE;
+    case SeccompOp::kGt:
+      return SCMP_CMP_GT;
+    case SeccompOp::kMaskedEq:
+      return SCMP_CMP_MASKED_EQ;
   }
   return SCMP_CMP_EQ;
 }
@@ -104,13 +130,20 @@ scmp_compare CompareOp(SeccompOp op) {
 std::string ArgText(const SeccompArg& a) {
   const std::string arg = "arg" + std::to_string(a.index);
   switch (a.op) {
-    case SeccompOp::kNe: return arg + " != " + Hex(a.value);
-    case SeccompOp::kLt: return arg + " < " + Hex(a.value);
-    case SeccompOp::kLe: return arg + " <= " + Hex(a.value);
-    case SeccompOp::kEq: return arg + " == " + Hex(a.value);
-    case SeccompOp::kGe: return arg + " >= " + Hex(a.value);
-    case SeccompOp::kGt: return arg + " > " + Hex(a.value);
-    case SeccompOp::kMaskedEq: return arg + " & " + Hex(a.value) + " == " + Hex(a.value_two);
+    case SeccompOp::kNe:
+      return arg + " != " + Hex(a.value);
+    case SeccompOp::kLt:
+      return arg + " < " + Hex(a.value);
+    case SeccompOp::kLe:
+      return arg + " <= " + Hex(a.value);
+    case SeccompOp::kEq:
+      return arg + " == " + Hex(a.value);
+    case SeccompOp::kGe:
+      return arg + " >= " + Hex(a.value);
+    case SeccompOp::kGt:
+      return arg + " > " + Hex(a.value);
+    case SeccompOp::kMaskedEq:
+      return arg + " & " + Hex(a.value) + " == " + Hex(a.value_two);
   }
   return arg;
 }
@@ -132,7 +165,8 @@ bool Contains(const std::vector<std::string>& list, const std::string& item) {
 
 struct Host {
   uint32_t arch;
-  std::string arch_name;  // libseccomp's name, for messages
+  std::string arch_name;     // libseccomp's name, for messages
+  std::string profile_name;  // "SCMP_ARCH_X86_64"
   std::vector<std::string> arch_aliases;
   KernelVersion kernel;
   std::vector<std::string> caps;
@@ -188,12 +222,28 @@ struct AddedRule {
 class Builder {
  public:
   Builder(const SeccompProfile& profile, Host host, scmp_filter_ctx ctx)
-      : profile_(profile), host_(std::move(host)), ctx_(ctx),
+      : profile_(profile),
+        host_(std::move(host)),
+        ctx_(ctx),
         default_(EntryAction(profile.default_action, profile.default_errno_ret)) {}
 
   Result<void> AddEntries() {
     out_.description = "default " + default_.Text() + "\narch " + host_.arch_name +
                        ", other syscall ABIs kill the process\n";
+    std::vector<std::string> unused;
+    auto note = [&](const std::string& arch) {
+      if (arch != host_.profile_name && !Contains(unused, arch)) unused.push_back(arch);
+    };
+    for (const std::string& arch : profile_.architectures) note(arch);
+    for (const SeccompArchMapEntry& entry : profile_.arch_map) {
+      note(entry.architecture);
+      for (const std::string& sub : entry.sub_architectures) note(sub);
+    }
+    if (!unused.empty()) {
+      out_.description += "not used (only the host's ABI):";
+      for (const std::string& arch : unused) out_.description += " " + arch;
+      out_.description += "\n";
+    }
     for (const SeccompSyscall& entry : profile_.syscalls) {
       MCPEXEC_RETURN_IF_ERROR(AddEntry(entry));
     }
@@ -219,20 +269,23 @@ class Builder {
       if (nr < 0) {
         // Negative numbers other than __NR_SCMP_ERROR are libseccomp's placeholders for
         // syscalls that exist on other architectures only.
-        out_.skipped.push_back(SkippedSyscall{
-            name, entry.where,
-            nr == __NR_SCMP_ERROR ? "unknown to libseccomp " + LibseccompVersion()
-                                  : "not a syscall on " + host_.arch_name});
+        out_.skipped.push_back(SkippedSyscall{name, entry.where,
+                                              nr == __NR_SCMP_ERROR
+                                                  ? "unknown to libseccomp " + LibseccompVersion()
+                                                  : "not a syscall on " + host_.arch_name});
         continue;
       }
+      // Rules take the number in the native architecture's numbering (a placeholder when the
+      // native one lacks the syscall); libseccomp translates it for the filter's architecture.
+      const int host_nr = seccomp_syscall_resolve_name(name.c_str());
       for (const auto& conditions : RuleConditions(entry.args)) {
-        MCPEXEC_RETURN_IF_ERROR(AddRule(entry, name, nr, action, conditions));
+        MCPEXEC_RETURN_IF_ERROR(AddRule(entry, name, nr, host_nr, action, conditions));
       }
     }
     return Ok();
   }
 
-  Result<void> AddRule(const SeccompSyscall& entry, const std::string& name, int nr,
+  Result<void> AddRule(const SeccompSyscall& entry, const std::string& name, int nr, int host_nr,
                        const Action& action, const std::vector<SeccompArg>& conditions) {
     const bool unconditional = conditions.empty();
     for (const AddedRule& other : added_[nr]) {
@@ -251,13 +304,12 @@ class Builder {
       cmps.push_back(scmp_arg_cmp{a.index, CompareOp(a.op), a.value, a.value_two});
       text += (text.empty() ? " if " : " and ") + ArgText(a);
     }
-    const int rc = seccomp_rule_add_exact_array(ctx_, action.Encoded(), nr,
+    const int rc = seccomp_rule_add_exact_array(ctx_, action.Encoded(), host_nr,
                                                 static_cast<unsigned>(cmps.size()), cmps.data());
     if (rc != 0) {
       return MakeError(ErrorCode::kInvalidArgument,
-                       entry.where + ": libseccomp rejected the " + action.Text() +
-                           " rule for \"" + name + "\"" + text + ": " + ErrnoName(-rc) + " (" +
-                           strerror(-rc) + ")");
+                       entry.where + ": libseccomp rejected the " + action.Text() + " rule for \"" +
+                           name + "\"" + text + ": " + ErrnoName(-rc) + " (" + strerror(-rc) + ")");
     }
     added_[nr].push_back(AddedRule{action.Encoded(), unconditional, entry.where, action.Text()});
     out_.description += name + ": " + action.Text() + text + "\n";
@@ -288,6 +340,7 @@ Result<Host> ResolveHost(const SeccompCompileOptions& options) {
   host.arch = options.arch != 0 ? options.arch : seccomp_arch_native();
   if (const ArchNames* names = FindArch(host.arch)) {
     host.arch_name = names->libseccomp;
+    host.profile_name = names->profile;
     host.arch_aliases = {names->go, names->libseccomp};
   } else {
     host.arch_name = "architecture " + Hex(host.arch);
@@ -311,9 +364,8 @@ Result<SeccompCtx> NewContext(const Host& host, const Action& default_action) {
     int rc = seccomp_arch_add(ctx.get(), host.arch);
     if (rc == 0) rc = seccomp_arch_remove(ctx.get(), SCMP_ARCH_NATIVE);
     if (rc != 0) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "libseccomp cannot build a filter for " + host.arch_name + ": " +
-                           ErrnoName(-rc));
+      return MakeError(ErrorCode::kInvalidArgument, "libseccomp cannot build a filter for " +
+                                                        host.arch_name + ": " + ErrnoName(-rc));
     }
   }
   // Foreign ABIs kill the whole process, not only the calling thread (libseccomp's default),
@@ -348,9 +400,8 @@ Result<std::vector<sock_filter>> Export(scmp_filter_ctx ctx) {
   if (fstat(fd.Get(), &st) != 0) return Errno(ErrorCode::kInternal, "fstat(seccomp memfd)");
   const size_t bytes = static_cast<size_t>(st.st_size);
   if (bytes == 0 || bytes % sizeof(sock_filter) != 0) {
-    return MakeError(ErrorCode::kInternal,
-                     "seccomp_export_bpf wrote " + std::to_string(bytes) +
-                         " bytes, not a whole number of BPF instructions");
+    return MakeError(ErrorCode::kInternal, "seccomp_export_bpf wrote " + std::to_string(bytes) +
+                                               " bytes, not a whole number of BPF instructions");
   }
   std::vector<sock_filter> program(bytes / sizeof(sock_filter));
   auto* out = reinterpret_cast<char*>(program.data());
@@ -397,7 +448,13 @@ Result<SeccompFilter> CompileSeccompFilter(const SeccompProfile& profile,
 
 Result<SeccompFilter> LoadSeccompFilter(const std::string& path,
                                         const SeccompCompileOptions& options) {
-  MCPEXEC_ASSIGN_OR_RETURN(SeccompProfile profile, LoadSeccompProfile(path));
+  SeccompProfile profile;
+  if (path == kSeccompDefault) {
+    const auto document = nlohmann::json::parse(kDefaultSeccompProfileJson, nullptr, false);
+    MCPEXEC_ASSIGN_OR_RETURN(profile, ParseSeccompProfile(document));
+  } else {
+    MCPEXEC_ASSIGN_OR_RETURN(profile, LoadSeccompProfile(path));
+  }
   auto filter = CompileSeccompFilter(profile, options);
   if (!filter.ok()) return std::move(filter).error().WithContext("seccomp profile " + path);
   return filter;

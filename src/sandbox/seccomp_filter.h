@@ -93,7 +93,8 @@ class SeccompFilter {
 Result<SeccompFilter> CompileSeccompFilter(const SeccompProfile& profile,
                                            const SeccompCompileOptions& options = {});
 
-// LoadSeccompProfile() then CompileSeccompFilter(), with the path in every error.
+// LoadSeccompProfile() then CompileSeccompFilter(), with the path in every error. The path
+// "default" (kSeccompDefault) is the profile compiled into the binary.
 Result<SeccompFilter> LoadSeccompFilter(const std::string& path,
                                         const SeccompCompileOptions& options = {});
 

@@ -1,7 +1,5 @@
 #include "sandbox/seccomp_profile.h"
 
-#include <seccomp.h>
-
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -34,32 +32,13 @@ constexpr std::pair<const char*, const char*> kUnsupportedActions[] = {
 };
 
 constexpr std::pair<const char*, SeccompOp> kOps[] = {
-    {"SCMP_CMP_NE", SeccompOp::kNe}, {"SCMP_CMP_LT", SeccompOp::kLt},
-    {"SCMP_CMP_LE", SeccompOp::kLe}, {"SCMP_CMP_EQ", SeccompOp::kEq},
-    {"SCMP_CMP_GE", SeccompOp::kGe}, {"SCMP_CMP_GT", SeccompOp::kGt},
+    {"SCMP_CMP_NE", SeccompOp::kNe},
+    {"SCMP_CMP_LT", SeccompOp::kLt},
+    {"SCMP_CMP_LE", SeccompOp::kLe},
+    {"SCMP_CMP_EQ", SeccompOp::kEq},
+    {"SCMP_CMP_GE", SeccompOp::kGe},
+    {"SCMP_CMP_GT", SeccompOp::kGt},
     {"SCMP_CMP_MASKED_EQ", SeccompOp::kMaskedEq},
-};
-
-constexpr std::pair<const char*, uint32_t> kArches[] = {
-    {"SCMP_ARCH_X86", SCMP_ARCH_X86},
-    {"SCMP_ARCH_X86_64", SCMP_ARCH_X86_64},
-    {"SCMP_ARCH_X32", SCMP_ARCH_X32},
-    {"SCMP_ARCH_ARM", SCMP_ARCH_ARM},
-    {"SCMP_ARCH_AARCH64", SCMP_ARCH_AARCH64},
-    {"SCMP_ARCH_MIPS", SCMP_ARCH_MIPS},
-    {"SCMP_ARCH_MIPS64", SCMP_ARCH_MIPS64},
-    {"SCMP_ARCH_MIPS64N32", SCMP_ARCH_MIPS64N32},
-    {"SCMP_ARCH_MIPSEL", SCMP_ARCH_MIPSEL},
-    {"SCMP_ARCH_MIPSEL64", SCMP_ARCH_MIPSEL64},
-    {"SCMP_ARCH_MIPSEL64N32", SCMP_ARCH_MIPSEL64N32},
-    {"SCMP_ARCH_PPC", SCMP_ARCH_PPC},
-    {"SCMP_ARCH_PPC64", SCMP_ARCH_PPC64},
-    {"SCMP_ARCH_PPC64LE", SCMP_ARCH_PPC64LE},
-    {"SCMP_ARCH_S390", SCMP_ARCH_S390},
-    {"SCMP_ARCH_S390X", SCMP_ARCH_S390X},
-    {"SCMP_ARCH_PARISC", SCMP_ARCH_PARISC},
-    {"SCMP_ARCH_PARISC64", SCMP_ARCH_PARISC64},
-    {"SCMP_ARCH_RISCV64", SCMP_ARCH_RISCV64},
 };
 
 Error Malformed(const std::string& where, const std::string& what) {
@@ -117,7 +96,8 @@ Result<std::optional<uint64_t>> OptUint(const json& object, const char* key,
   const json* value = Member(object, key);
   if (value == nullptr) return std::optional<uint64_t>();
   const std::string path = Join(where, key);
-  if (value->is_number_unsigned()) {
+  // JSON text gives unsigned numbers; documents built in code may hold signed ones.
+  if (value->is_number_integer() && (value->is_number_unsigned() || value->get<int64_t>() >= 0)) {
     const uint64_t n = value->get<uint64_t>();
     if (n > max) {
       return Malformed(path, std::to_string(n) + " is above the maximum " + std::to_string(max));
@@ -148,8 +128,7 @@ Result<std::optional<uint32_t>> ParseErrnoRet(const json& object, const char* ke
   MCPEXEC_ASSIGN_OR_RETURN(std::optional<uint64_t> value, OptUint(object, key, where, kMaxErrno));
   if (!value) return std::optional<uint32_t>();
   if (action != SeccompAction::kErrno) {
-    return Malformed(Join(where, key),
-                     "only SCMP_ACT_ERRNO takes an errno to return");
+    return Malformed(Join(where, key), "only SCMP_ACT_ERRNO takes an errno to return");
   }
   return std::optional<uint32_t>(static_cast<uint32_t>(*value));
 }
@@ -195,8 +174,7 @@ Result<std::vector<SeccompArchMapEntry>> ParseArchMap(const json& document) {
     if (arch == nullptr) return Malformed(where + ".architecture", "missing");
     SeccompArchMapEntry parsed;
     MCPEXEC_ASSIGN_OR_RETURN(parsed.architecture, ParseArchName(*arch, where + ".architecture"));
-    MCPEXEC_ASSIGN_OR_RETURN(parsed.sub_architectures,
-                             ArchArray(entry, "subArchitectures", where));
+    MCPEXEC_ASSIGN_OR_RETURN(parsed.sub_architectures, ArchArray(entry, "subArchitectures", where));
     out.push_back(std::move(parsed));
   }
   return out;
@@ -301,8 +279,10 @@ Result<void> RejectUnsupported(const json& document) {
   }
   MCPEXEC_ASSIGN_OR_RETURN(std::vector<std::string> flags, StringArray(document, "flags", ""));
   if (!flags.empty()) {
-    return Malformed("flags", "filter flags are not supported: the sandbox loads the filter "
-                              "itself, without flags (got " + Quoted(flags.front()) + ")");
+    return Malformed("flags",
+                     "filter flags are not supported: the sandbox loads the filter "
+                     "itself, without flags (got " +
+                         Quoted(flags.front()) + ")");
   }
   return Ok();
 }
@@ -361,12 +341,18 @@ Result<SeccompProfile> LoadSeccompProfile(const std::string& path) {
 
 const char* SeccompActionName(SeccompAction action) {
   switch (action) {
-    case SeccompAction::kAllow: return "SCMP_ACT_ALLOW";
-    case SeccompAction::kErrno: return "SCMP_ACT_ERRNO";
-    case SeccompAction::kKillThread: return "SCMP_ACT_KILL_THREAD";
-    case SeccompAction::kKillProcess: return "SCMP_ACT_KILL_PROCESS";
-    case SeccompAction::kTrap: return "SCMP_ACT_TRAP";
-    case SeccompAction::kLog: return "SCMP_ACT_LOG";
+    case SeccompAction::kAllow:
+      return "SCMP_ACT_ALLOW";
+    case SeccompAction::kErrno:
+      return "SCMP_ACT_ERRNO";
+    case SeccompAction::kKillThread:
+      return "SCMP_ACT_KILL_THREAD";
+    case SeccompAction::kKillProcess:
+      return "SCMP_ACT_KILL_PROCESS";
+    case SeccompAction::kTrap:
+      return "SCMP_ACT_TRAP";
+    case SeccompAction::kLog:
+      return "SCMP_ACT_LOG";
   }
   return "?";
 }
@@ -376,13 +362,6 @@ const char* SeccompOpName(SeccompOp op) {
     if (value == op) return spelling;
   }
   return "?";
-}
-
-uint32_t SeccompArchToken(const std::string& name) {
-  for (const auto& [spelling, token] : kArches) {
-    if (name == spelling) return token;
-  }
-  return 0;
 }
 
 }  // namespace mcpexec::sandbox

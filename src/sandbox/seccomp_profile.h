@@ -5,10 +5,9 @@
 // (seccomp_filter.h). No libseccomp calls here.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <compare>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,9 +90,5 @@ Result<SeccompProfile> LoadSeccompProfile(const std::string& path);
 // The profile spelling of an action or operator ("SCMP_ACT_ERRNO"), for messages.
 const char* SeccompActionName(SeccompAction action);
 const char* SeccompOpName(SeccompOp op);
-
-// The libseccomp architecture token (SCMP_ARCH_*) for a profile architecture name, or 0 when
-// the name is unknown.
-uint32_t SeccompArchToken(const std::string& name);
 
 }  // namespace mcpexec::sandbox

@@ -37,7 +37,15 @@ struct SandboxSpec {
   bool privileged_id_mapping = false;
 
   std::string hostname = "sandbox";
+
+  // Docker-format seccomp profile the program runs under (seccomp_profile.h): kSeccompDefault,
+  // a file, or kSeccompUnconfined. Empty is an error: running without a filter is a choice, never a default.
+  std::string seccomp_profile;
 };
+
+inline constexpr const char* kSeccompUnconfined = "unconfined";
+// The profile compiled into the binary, from seccomp-profiles/default.json.
+inline constexpr const char* kSeccompDefault = "default";
 
 // Host-side identity of the sandbox's uid/gid 65532.
 struct HostIds {

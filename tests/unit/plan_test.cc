@@ -34,6 +34,7 @@ SandboxSpec SpecFor(const std::string& root) {
   spec.rootfs = root;
   spec.outside_uid = 1000;
   spec.outside_gid = 1000;
+  spec.seccomp_profile = kSeccompUnconfined;
   return spec;
 }
 

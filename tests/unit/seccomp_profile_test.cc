@@ -11,10 +11,10 @@
 namespace mcpexec::sandbox {
 namespace {
 
+using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using nlohmann::json;
 
 // The minimal valid profile, for cases that break one field of it.
 json Minimal() {
@@ -57,7 +57,8 @@ TEST(ParseSeccompProfile, ReadsEveryFieldOfDockersFormat) {
   EXPECT_EQ(profile->default_errno_ret, 38u);
   ASSERT_EQ(profile->arch_map.size(), 1u);
   EXPECT_EQ(profile->arch_map[0].architecture, "SCMP_ARCH_X86_64");
-  EXPECT_THAT(profile->arch_map[0].sub_architectures, ElementsAre("SCMP_ARCH_X86", "SCMP_ARCH_X32"));
+  EXPECT_THAT(profile->arch_map[0].sub_architectures,
+              ElementsAre("SCMP_ARCH_X86", "SCMP_ARCH_X32"));
   ASSERT_EQ(profile->syscalls.size(), 8u);
 
   const SeccompSyscall& io = profile->syscalls[0];
@@ -117,20 +118,21 @@ TEST(ParseSeccompProfile, IgnoresFieldsTheFormatDoesNotDefine) {
   doc["comment"] = "a profile";
   doc["x-vendor"] = {{"anything", 1}};
   doc["syscalls"][0]["note"] = 42;
-  doc["syscalls"][0]["args"] = json::array({{{"index", 0}, {"value", 1}, {"op", "SCMP_CMP_EQ"},
-                                             {"extra", true}}});
+  doc["syscalls"][0]["args"] =
+      json::array({{{"index", 0}, {"value", 1}, {"op", "SCMP_CMP_EQ"}, {"extra", true}}});
   auto profile = ParseSeccompProfile(doc);
   ASSERT_TRUE(profile.ok()) << profile.error().message;
   EXPECT_EQ(profile->syscalls[0].args.size(), 1u);
 }
 
+// Newer Docker profiles name architectures libseccomp 2.5.4 does not know; the filter only
+// uses the host's own, so they are kept as names.
 TEST(ParseSeccompProfile, ArchitectureNamesLibseccompLacksAreKept) {
   json doc = Minimal();
   doc["archMap"] = json::parse(R"([{"architecture": "SCMP_ARCH_LOONGARCH64"}])");
   auto profile = ParseSeccompProfile(doc);
   ASSERT_TRUE(profile.ok()) << profile.error().message;
-  EXPECT_EQ(SeccompArchToken("SCMP_ARCH_LOONGARCH64"), 0u);
-  EXPECT_NE(SeccompArchToken("SCMP_ARCH_X86_64"), 0u);
+  EXPECT_EQ(profile->arch_map[0].architecture, "SCMP_ARCH_LOONGARCH64");
 }
 
 TEST(ParseSeccompProfile, TheReportedPlaceIsTheOffendingEntry) {
@@ -162,7 +164,8 @@ const MalformedCase kMalformed[] = {
      "defaultAction: unknown action \"SCMP_ACT_FOO\""},
     {"DefaultActionNotAString", R"([{"op": "replace", "path": "/defaultAction", "value": 1}])",
      "defaultAction: expected a string, got number"},
-    {"DefaultNotify", R"([{"op": "replace", "path": "/defaultAction", "value": "SCMP_ACT_NOTIFY"}])",
+    {"DefaultNotify",
+     R"([{"op": "replace", "path": "/defaultAction", "value": "SCMP_ACT_NOTIFY"}])",
      "defaultAction: SCMP_ACT_NOTIFY is not supported: the sandbox runs no seccomp agent"},
     {"DefaultErrnoWithAllow",
      R"([{"op": "replace", "path": "/defaultAction", "value": "SCMP_ACT_ALLOW"},
@@ -187,7 +190,8 @@ const MalformedCase kMalformed[] = {
     {"ActionUnknown",
      R"([{"op": "replace", "path": "/syscalls/0/action", "value": "SCMP_ACT_ALLOWED"}])",
      "syscalls[0].action: unknown action \"SCMP_ACT_ALLOWED\""},
-    {"ActionTrace", R"([{"op": "replace", "path": "/syscalls/0/action", "value": "SCMP_ACT_TRACE"}])",
+    {"ActionTrace",
+     R"([{"op": "replace", "path": "/syscalls/0/action", "value": "SCMP_ACT_TRACE"}])",
      "syscalls[0].action: SCMP_ACT_TRACE is not supported: the sandbox runs no tracer"},
     {"ActionNotify",
      R"([{"op": "replace", "path": "/syscalls/0/action", "value": "SCMP_ACT_NOTIFY"}])",
@@ -287,8 +291,8 @@ TEST(LoadSeccompProfile, MalformedProfileNamesThePathAndTheEntry) {
                              "syscalls": [{"names": ["read"], "action": "SCMP_ACT_NOPE"}]})";
   auto profile = LoadSeccompProfile(path);
   ASSERT_FALSE(profile.ok());
-  EXPECT_EQ(profile.error().message, "seccomp profile " + path +
-                                         ": syscalls[0].action: unknown action \"SCMP_ACT_NOPE\"");
+  EXPECT_EQ(profile.error().message,
+            "seccomp profile " + path + ": syscalls[0].action: unknown action \"SCMP_ACT_NOPE\"");
 }
 
 }  // namespace
