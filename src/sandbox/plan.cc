@@ -335,7 +335,7 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec) {
                      "or to \"unconfined\" to run without a filter");
   }
   if (spec.seccomp_profile != kSeccompUnconfined) {
-    MCPEXEC_ASSIGN_OR_RETURN(SeccompFilter filter, LoadSeccompFilter(spec.seccomp_profile));
+    MCPEXEC_ASSIGN_OR_RETURN(SeccompFilter filter, FilterForProfile(spec.seccomp_profile));
     plan->seccomp_.emplace(std::move(filter));
   }
   plan->empty_caps_ = cap_init();

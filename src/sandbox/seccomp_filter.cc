@@ -1,9 +1,5 @@
 #include "sandbox/seccomp_filter.h"
 
-#include <nlohmann/json.hpp>
-
-#include "default_seccomp_profile.h"
-#include "sandbox/spec.h"
 
 #include <seccomp.h>
 #include <sys/mman.h>
@@ -446,15 +442,19 @@ Result<SeccompFilter> CompileSeccompFilter(const SeccompProfile& profile,
   return filter;
 }
 
+SeccompFilter SeccompFilter::FromInstructions(const sock_filter* begin, size_t count,
+                                              std::string description) {
+  SeccompFilter filter;
+  filter.data_->instructions.assign(begin, begin + count);
+  filter.data_->program.len = static_cast<unsigned short>(count);
+  filter.data_->program.filter = filter.data_->instructions.data();
+  filter.data_->description = std::move(description);
+  return filter;
+}
+
 Result<SeccompFilter> LoadSeccompFilter(const std::string& path,
                                         const SeccompCompileOptions& options) {
-  SeccompProfile profile;
-  if (path == kSeccompDefault) {
-    const auto document = nlohmann::json::parse(kDefaultSeccompProfileJson, nullptr, false);
-    MCPEXEC_ASSIGN_OR_RETURN(profile, ParseSeccompProfile(document));
-  } else {
-    MCPEXEC_ASSIGN_OR_RETURN(profile, LoadSeccompProfile(path));
-  }
+  MCPEXEC_ASSIGN_OR_RETURN(SeccompProfile profile, LoadSeccompProfile(path));
   auto filter = CompileSeccompFilter(profile, options);
   if (!filter.ok()) return std::move(filter).error().WithContext("seccomp profile " + path);
   return filter;

@@ -72,6 +72,10 @@ class SeccompFilter {
   // For tests and debugging.
   const std::string& Describe() const { return data_->description; }
 
+  // A filter from instructions compiled earlier (at build time, for the built-in profile).
+  static SeccompFilter FromInstructions(const sock_filter* begin, size_t count,
+                                        std::string description);
+
  private:
   friend Result<SeccompFilter> CompileSeccompFilter(const SeccompProfile&,
                                                     const SeccompCompileOptions&);
@@ -93,9 +97,12 @@ class SeccompFilter {
 Result<SeccompFilter> CompileSeccompFilter(const SeccompProfile& profile,
                                            const SeccompCompileOptions& options = {});
 
-// LoadSeccompProfile() then CompileSeccompFilter(), with the path in every error. The path
-// "default" (kSeccompDefault) is the profile compiled into the binary.
+// LoadSeccompProfile() then CompileSeccompFilter(), with the path in every error.
 Result<SeccompFilter> LoadSeccompFilter(const std::string& path,
                                         const SeccompCompileOptions& options = {});
+
+// The filter a spec names: kSeccompDefault is seccomp-profiles/default.json as compiled for this
+// host at build time (seccomp_default.cc); anything else is a profile file (LoadSeccompFilter).
+Result<SeccompFilter> FilterForProfile(const std::string& profile);
 
 }  // namespace mcpexec::sandbox

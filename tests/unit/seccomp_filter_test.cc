@@ -1,4 +1,5 @@
 #include "sandbox/seccomp_filter.h"
+#include "sandbox/spec.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -607,6 +608,21 @@ TEST(CompileSeccompFilter, DockersProfileShape) {
   ExpectProbes(filter, {{"unshare", [] { return syscall(SYS_unshare, CLONE_NEWUSER); }, EPERM},
                         {"clone3", [] { return syscall(SYS_clone3, nullptr, 0); }, ENOSYS},
                         {"fork", [] { return ForkAndReap(SIGCHLD); }, 0}});
+}
+
+TEST(FilterForProfile, BuiltInDefaultIsTheCompiledDefaultProfile) {
+  ASSERT_COMPILED(built_in, FilterForProfile(kSeccompDefault));
+  ASSERT_COMPILED(from_file, LoadSeccompFilter(DefaultProfilePath()));
+  const auto& a = built_in.Instructions();
+  const auto& b = from_file.Instructions();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(a[i].code == b[i].code && a[i].jt == b[i].jt && a[i].jf == b[i].jf &&
+                a[i].k == b[i].k)
+        << "instruction " << i;
+  }
+  EXPECT_EQ(built_in.Program()->len, a.size());
+  EXPECT_EQ(built_in.Program()->filter, a.data());
 }
 
 TEST(LoadSeccompFilter, ErrorsNameTheProfile) {
