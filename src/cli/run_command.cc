@@ -70,7 +70,7 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << valid.error().message << "\n";
     return 2;
   }
-  auto plan = sandbox::Compile(exec::SpecFromConfig(*config));
+  auto plan = exec::PrepareSandboxes(*config);
   if (!plan.ok()) {
     std::cerr << "mcp-exec: " << plan.error().message << "\n";
     return kExitSetupFailed;

@@ -69,7 +69,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Error("invalid configuration", {{"error", config.error().message}});
     return 1;
   }
-  auto plan = sandbox::Compile(exec::SpecFromConfig(*config));
+  auto plan = exec::PrepareSandboxes(*config);
   if (!plan.ok()) {
     log::Error("cannot prepare sandboxes", {{"error", plan.error().message}});
     return 1;
@@ -96,10 +96,20 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
       log::Debug("seccomp rule skipped", {{"syscall", skipped.name}, {"reason", skipped.reason}});
     }
   }
+  if ((*plan)->Limits().Kind() == limits::Backend::kRlimit) {
+    log::Warn("limits are degraded (MCP_EXEC_LIMITS=rlimit): no memory limit, only cpu time, "
+              "process count and an address-space backstop; every result says "
+              "limits_backend \"rlimit\"");
+  }
   log::Info("starting", {{"version", version},
                          {"transport", config->transport},
                          {"rootfs", (*plan)->Spec().rootfs},
                          {"seccomp_profile", config->seccomp_profile},
+                         {"limits_backend", limits::BackendName((*plan)->Limits().Kind())},
+                         {"limits_location", (*plan)->Limits().Location()},
+                         {"memory_max", config->memory_max},
+                         {"pids_max", config->pids_max},
+                         {"cpus", config->cpus},
                          {"max_concurrency", config->max_concurrency},
                          {"max_queue", config->max_queue}});
 

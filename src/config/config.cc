@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 #include <thread>
 
 namespace mcpexec::config {
@@ -68,6 +69,28 @@ Result<long long> ParseInt(const std::string& text, long long min, long long max
   return v;
 }
 
+Result<double> ParseDecimal(const std::string& text, double min, double max) {
+  const size_t dot = text.find('.');
+  const bool well_formed =
+      !text.empty() && text.find_first_not_of("0123456789.") == std::string::npos &&
+      dot != 0 && dot != text.size() - 1 &&
+      (dot == std::string::npos || text.find('.', dot + 1) == std::string::npos);
+  double v = 0;
+  if (well_formed) {
+    errno = 0;
+    char* end = nullptr;
+    v = std::strtod(text.c_str(), &end);
+    if (errno != 0 || *end != '\0') v = -1;
+  }
+  if (!well_formed || v < min || v > max) {
+    std::ostringstream range;
+    range << "[" << min << ", " << max << "]";
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'" + text + "' is not a decimal number in " + range.str());
+  }
+  return v;
+}
+
 Result<uint64_t> ParseBytes(const std::string& text) {
   std::string digits = text;
   uint64_t unit = 1;
@@ -91,13 +114,22 @@ Result<uint64_t> ParseBytes(const std::string& text) {
 
 namespace {
 
-Result<void> SetTransport(const std::string& name, const std::string& text, std::string& out) {
-  if (text != "stdio" && text != "http" && text != "sse") {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     name + ": '" + text + "' is not one of stdio, http, sse");
+Result<void> SetOneOf(const std::string& name, const std::string& text,
+                      std::initializer_list<const char*> allowed, std::string& out) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (text == a) {
+      out = text;
+      return Ok();
+    }
+    list += std::string(list.empty() ? "" : ", ") + a;
   }
-  out = text;
-  return Ok();
+  return MakeError(ErrorCode::kInvalidArgument,
+                   name + ": '" + text + "' is not one of " + list);
+}
+
+Result<void> SetTransport(const std::string& name, const std::string& text, std::string& out) {
+  return SetOneOf(name, text, {"stdio", "http", "sse"}, out);
 }
 
 }  // namespace
@@ -133,6 +165,28 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
        [&](auto& n, auto& v) { return SetBytes(n, v, c.max_stdin_bytes); }},
       {"MCP_EXEC_WORKSPACE_BYTES",
        [&](auto& n, auto& v) { return SetBytes(n, v, c.workspace_bytes); }},
+      {"MCP_EXEC_MEMORY_MAX",
+       [&](auto& n, auto& v) -> Result<void> {
+         MCPEXEC_RETURN_IF_ERROR(SetBytes(n, v, c.memory_max));
+         if (c.memory_max < (16u << 20)) {
+           return MakeError(ErrorCode::kInvalidArgument,
+                            n + ": at least 16m, or Python cannot start");
+         }
+         return Ok();
+       }},
+      {"MCP_EXEC_PIDS_MAX", [&](auto& n, auto& v) { return SetInt(n, v, 4, 1 << 22, c.pids_max); }},
+      {"MCP_EXEC_CPUS",
+       [&](auto& n, auto& v) -> Result<void> {
+         auto cpus = ParseDecimal(v, 0.01, 1024);
+         if (!cpus.ok()) return MakeError(ErrorCode::kInvalidArgument, n + ": " + cpus.error().message);
+         c.cpus = *cpus;
+         return Ok();
+       }},
+      {"MCP_EXEC_LIMITS",
+       [&](auto& n, auto& v) {
+         return SetOneOf(n, v, {"auto", "cgroup2", "cgroup1", "rlimit"}, c.limits);
+       }},
+      {"MCP_EXEC_CGROUP", [&](auto& n, auto& v) { return SetPath(n, v, c.cgroup); }},
       {"MCP_EXEC_HOST_UID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_uid); }},
       {"MCP_EXEC_HOST_GID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_gid); }},
   };

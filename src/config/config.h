@@ -23,6 +23,11 @@ struct Config {
   uint64_t max_output_bytes = 1 << 20;      // MCP_EXEC_MAX_OUTPUT_BYTES
   uint64_t max_stdin_bytes = 1 << 20;       // MCP_EXEC_MAX_STDIN_BYTES
   uint64_t workspace_bytes = 64ull << 20;   // MCP_EXEC_WORKSPACE_BYTES
+  uint64_t memory_max = 256ull << 20;       // MCP_EXEC_MEMORY_MAX: per run, no swap
+  uint64_t pids_max = 128;                  // MCP_EXEC_PIDS_MAX: per run
+  double cpus = 1.0;                        // MCP_EXEC_CPUS: CPU bandwidth per run
+  std::string limits = "auto";              // MCP_EXEC_LIMITS: auto | cgroup2 | cgroup1 | rlimit
+  std::string cgroup;                       // MCP_EXEC_CGROUP: delegated cgroup v2 to manage
   uid_t host_uid = 65532;                   // MCP_EXEC_HOST_UID: host uid of the sandbox, as root
   gid_t host_gid = 65532;                   // MCP_EXEC_HOST_GID
 
@@ -51,6 +56,8 @@ Result<void> Validate(const Config& config);
 
 // Parses a byte count: digits with an optional binary suffix k, m or g ("64m" = 64 MiB).
 Result<uint64_t> ParseBytes(const std::string& text);
+// Parses a decimal number such as "1", "0.5" or "2.25" within [min, max].
+Result<double> ParseDecimal(const std::string& text, double min, double max);
 // Parses a whole decimal number within [min, max].
 Result<long long> ParseInt(const std::string& text, long long min, long long max);
 

@@ -31,6 +31,25 @@ sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
   return spec;
 }
 
+limits::BackendOptions BackendOptionsFor(const config::Config& config) {
+  limits::BackendOptions options;
+  // Validate() accepted only the four names.
+  auto mode = limits::ParseMode(config.limits);
+  options.mode = mode.ok() ? *mode : limits::Mode::kAuto;
+  options.limits.memory_max = config.memory_max;
+  options.limits.pids_max = config.pids_max;
+  options.limits.cpus = config.cpus;
+  options.limits.max_timeout_s = config.max_timeout_s;
+  options.cgroup = config.cgroup;
+  return options;
+}
+
+Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(const config::Config& config) {
+  MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<limits::LimitsBackend> backend,
+                           limits::OpenBackend(BackendOptionsFor(config)));
+  return sandbox::Compile(SpecFromConfig(config), std::move(backend));
+}
+
 sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request) {
   sandbox::RunLimits limits;
   limits.timeout = std::chrono::seconds(config::EffectiveTimeoutSeconds(config, request.timeout_s));
@@ -57,6 +76,11 @@ nlohmann::json ResultToJson(const sandbox::RunResult& result) {
       {"timed_out", result.timed_out},
   };
   if (result.signal) j["signal"] = sandbox::SignalName(*result.signal);
+  j["oom_killed"] = result.oom_killed;
+  j["memory_peak_bytes"] =
+      result.memory_peak_bytes ? nlohmann::json(*result.memory_peak_bytes) : nlohmann::json();
+  j["cpu_time_ms"] = result.cpu_time_ms ? nlohmann::json(*result.cpu_time_ms) : nlohmann::json();
+  j["limits_backend"] = result.limits_backend;
   return j;
 }
 

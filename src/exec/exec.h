@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "config/config.h"
+#include "limits/limits.h"
 #include "sandbox/plan.h"
 #include "sandbox/run_result.h"
 #include "sandbox/spec.h"
@@ -30,6 +31,13 @@ Result<void> ValidateRequest(const config::Config& config, const ExecRequest& re
 // caller's own when rootless, config.host_uid/gid when root.
 sandbox::SandboxSpec SpecFromConfig(const config::Config& config);
 
+// The resource limits and backend choice of this configuration.
+limits::BackendOptions BackendOptionsFor(const config::Config& config);
+
+// Opens the limits backend (cgroups are prepared, stale runs removed) and compiles the plan
+// every run of this configuration uses. Errors say what is missing and how to fix it.
+Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(const config::Config& config);
+
 sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request);
 
 // Validates, creates a fresh sandbox from `plan` and runs the request in it.
@@ -38,7 +46,8 @@ Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> pl
                                    const sandbox::RunHooks& hooks = {});
 
 // {stdout, stderr, exit_code, duration_ms, truncated, timed_out} plus "signal" (e.g. "SIGKILL")
-// when the program died of one. Output is made valid UTF-8 (U+FFFD for ill-formed bytes).
+// when the program died of one, and the accounting: oom_killed, memory_peak_bytes and
+// cpu_time_ms (null when unknown), limits_backend. Output is made valid UTF-8 (U+FFFD for ill-formed bytes).
 nlohmann::json ResultToJson(const sandbox::RunResult& result);
 
 }  // namespace mcpexec::exec

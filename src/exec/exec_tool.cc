@@ -65,7 +65,7 @@ bool Cancelled(int fd) {
 ExecTool::ExecTool(config::Config config, std::shared_ptr<const sandbox::LaunchPlan> plan)
     : config_(std::move(config)), plan_(std::move(plan)) {}
 
-std::string ExecTool::Describe(const config::Config& c) {
+std::string ExecTool::Describe(const config::Config& c, limits::Backend backend) {
   std::ostringstream d;
   d << "Run Python 3 code in a fresh, isolated sandbox and return its stdout, stderr and exit "
        "code. The sandbox has Python's standard library plus numpy, pandas, matplotlib (Agg "
@@ -80,7 +80,16 @@ std::string ExecTool::Describe(const config::Config& c) {
     << " s); stdout and stderr together are cut at " << Bytes(c.max_output_bytes)
     << " (then truncated is true); stdin (the stdin argument) up to "
     << Bytes(c.max_stdin_bytes)
-    << ". A non-zero exit_code, or a timeout (exit_code -1, timed_out true), is a normal "
+    << ". Each run gets ";
+  if (backend == limits::Backend::kRlimit) {
+    d << "CPU time and process-count limits (" << c.pids_max
+      << " processes) but no enforced memory limit";
+  } else {
+    d << Bytes(c.memory_max) << " of memory (no swap; a program that needs more is killed and "
+      << "oom_killed is true), " << c.pids_max << " processes/threads and " << c.cpus
+      << " CPU";
+  }
+  d << ". A non-zero exit_code, or a timeout (exit_code -1, timed_out true), is a normal "
        "result; exit_code 128+N with signal set means the program died of signal N.";
   return d.str();
 }
@@ -90,7 +99,9 @@ json ExecTool::Definition() const {
   return {
       {"name", "exec"},
       {"title", "Run Python in a sandbox"},
-      {"description", Describe(config_)},
+      // Without a plan (only in tests) no limit is known to hold: say the least.
+      {"description",
+       Describe(config_, plan_ ? plan_->Limits().Kind() : limits::Backend::kRlimit)},
       {"inputSchema",
        {{"type", "object"},
         {"properties",
@@ -112,7 +123,11 @@ json ExecTool::Definition() const {
           {"duration_ms", {{"type", "integer"}}},
           {"truncated", {{"type", "boolean"}}},
           {"timed_out", {{"type", "boolean"}}},
-          {"signal", string}}},
+          {"signal", string},
+          {"oom_killed", {{"type", "boolean"}}},
+          {"memory_peak_bytes", {{"type", {"integer", "null"}}}},
+          {"cpu_time_ms", {{"type", {"integer", "null"}}}},
+          {"limits_backend", {{"type", "string"}, {"enum", {"cgroup2", "cgroup1", "rlimit"}}}}}},
         {"required",
          {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}}}},
       {"annotations",
@@ -155,7 +170,9 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
                {"output_bytes", result->stdout_data.size() + result->stderr_data.size()},
                {"truncated", result->truncated},
                {"timed_out", result->timed_out},
-               {"cancelled", result->cancelled}});
+               {"cancelled", result->cancelled},
+               {"oom_killed", result->oom_killed},
+               {"limits_backend", result->limits_backend}});
   if (result->signal) meta["signal"] = sandbox::SignalName(*result->signal);
   log::Info("exec", meta);
   if (result->cancelled) return mcp::ToolError("cancelled");

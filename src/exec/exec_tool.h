@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "config/config.h"
+#include "limits/limits.h"
 #include "mcp/tool.h"
 #include "sandbox/plan.h"
 
@@ -21,7 +22,7 @@ class ExecTool : public mcp::Tool {
                       const mcp::ToolCallContext& context) override;
 
   // The tool description, generated from the live configuration.
-  static std::string Describe(const config::Config& config);
+  static std::string Describe(const config::Config& config, limits::Backend backend);
 
  private:
   const config::Config config_;

@@ -302,7 +302,26 @@ std::string LaunchPlan::Describe() const {
   return out.str();
 }
 
-Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec) {
+namespace {
+
+// A limit of at most `soft`/`hard`, never above what this process has: the program has no
+// capability to raise a hard limit.
+RlimitView Lowered(int resource, rlim_t soft, rlim_t hard) {
+  struct rlimit now{};
+  if (getrlimit(resource, &now) == 0) {
+    hard = std::min(hard, now.rlim_max);
+    soft = std::min(soft, hard);
+  }
+  return RlimitView{resource, {soft, hard}};
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
+                                                  std::shared_ptr<limits::LimitsBackend> limits) {
+  if (!limits) {
+    return MakeError(ErrorCode::kInvalidArgument, "no resource-limits backend for the sandbox");
+  }
   MCPEXEC_ASSIGN_OR_RETURN(std::string root, ResolveRootfs(spec.rootfs));
   MCPEXEC_ASSIGN_OR_RETURN(std::string exec_path, ResolveInterpreter(root, spec.python));
   if (spec.hostname.empty() || spec.hostname.size() > 64) {
@@ -328,7 +347,14 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec) {
   plan->argv_ = {exec_path, kProgramPath};
   plan->env_ = {kPathEnv, std::string("HOME=") + kWorkspaceDir, "LANG=C.UTF-8", "MPLBACKEND=Agg",
                 "PYTHONDONTWRITEBYTECODE=1"};
-  plan->rlimits_ = {RlimitView{RLIMIT_CORE, {0, 0}}};
+  // Every run: no core dumps, no file larger than the workspace, a bound on open files.
+  const rlim_t fsize = static_cast<rlim_t>(spec.workspace_bytes);
+  plan->rlimits_ = {Lowered(RLIMIT_CORE, 0, 0), Lowered(RLIMIT_FSIZE, fsize, fsize),
+                    Lowered(RLIMIT_NOFILE, kOpenFilesMax, kOpenFilesMax)};
+  for (const limits::RlimitSetting& r : limits->ProgramRlimits()) {
+    plan->rlimits_.push_back(Lowered(r.resource, r.soft, r.hard));
+  }
+  plan->limits_ = std::move(limits);
   if (spec.seccomp_profile.empty()) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "no seccomp profile configured: set MCP_EXEC_SECCOMP_PROFILE to a profile, "

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "limits/limits.h"
 #include "sandbox/child/plan_view.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/spec.h"
@@ -43,12 +44,15 @@ class LaunchPlan {
   const std::string& GidMap() const { return gid_map_; }
   // The compiled filter; nullptr when the spec chose kSeccompUnconfined.
   const SeccompFilter* Seccomp() const { return seccomp_ ? &*seccomp_ : nullptr; }
+  // The resource-limits backend every sandbox of this plan runs under.
+  limits::LimitsBackend& Limits() const { return *limits_; }
 
   // One line per prepared step, for tests and for `--describe`-style debugging.
   std::string Describe() const;
 
  private:
-  friend Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec);
+  friend Result<std::shared_ptr<const LaunchPlan>> Compile(
+      const SandboxSpec& spec, std::shared_ptr<limits::LimitsBackend> limits);
   LaunchPlan() = default;
   void BuildView();
 
@@ -62,12 +66,18 @@ class LaunchPlan {
   std::vector<const char*> argv_ptrs_, env_ptrs_;
   cap_t empty_caps_ = nullptr;
   std::optional<SeccompFilter> seccomp_;
+  std::shared_ptr<limits::LimitsBackend> limits_;
   PlanView view_{};
 };
 
 // Validates the spec against the host (the rootfs exists and has its mount points and
-// interpreter) and prepares the plan. Errors name the problem and the fix.
-Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec);
+// interpreter) and prepares the plan, whose sandboxes run under `limits` (required: running
+// without limits is never a default). Errors name the problem and the fix.
+Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
+                                                  std::shared_ptr<limits::LimitsBackend> limits);
+
+// Every run's open-file limit (RLIMIT_NOFILE, soft and hard).
+inline constexpr rlim_t kOpenFilesMax = 1024;
 
 // Paths inside the sandbox.
 inline constexpr const char* kWorkspaceDir = "/tmp";

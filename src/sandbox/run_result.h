@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -40,6 +41,12 @@ struct RunResult {
   bool truncated = false;
   bool timed_out = false;
   bool cancelled = false;  // killed through RunHooks::cancel_fd; the other fields are partial
+
+  // Resource accounting from the limits backend ("cgroup2", "cgroup1" or "rlimit").
+  std::string limits_backend;
+  bool oom_killed = false;  // the kernel's OOM killer ended a process of the run
+  std::optional<uint64_t> memory_peak_bytes;
+  std::optional<uint64_t> cpu_time_ms;
 };
 
 // Fills exit_code and signal from a wait(2) status.

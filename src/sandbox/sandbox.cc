@@ -68,12 +68,17 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   const ChildFdSources sources{{in.read.Get(), out.write.Get(), err.write.Get(),
                                 report.write.Get(), go.read.Get(), program.read.Get()}};
   const PlanView& view = plan->View();
+  MCPEXEC_ASSIGN_OR_RETURN(std::unique_ptr<limits::RunCgroup> cgroup, plan->Limits().CreateRun());
 
   int pidfd = -1;
   clone_args args{};
   args.flags = kNamespaceFlags | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
+  if (cgroup && cgroup->CloneIntoFd() >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(cgroup->CloneIntoFd());
+  }
   const long pid = syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) RunSandboxInit(view, sources);
   if (pid < 0) {
@@ -82,6 +87,7 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   }
 
   Sandbox sandbox;
+  sandbox.cgroup_ = std::move(cgroup);
   sandbox.init_ = ChildProcess(static_cast<pid_t>(pid), UniqueFd(pidfd));
   sandbox.plan_ = std::move(plan);
   // Close the child's ends here so that EOF means the sandbox is gone.
@@ -92,6 +98,12 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   out.write.Reset();
   err.write.Reset();
 
+  // A cgroup v1 child joins its groups here, before the go byte lets it run its own code.
+  if (sandbox.cgroup_) {
+    if (auto attached = sandbox.cgroup_->Attach(static_cast<pid_t>(pid)); !attached.ok()) {
+      return std::move(attached).error().WithContext("put the sandbox in its cgroup");
+    }
+  }
   if (auto mapped = WriteIdMaps(static_cast<pid_t>(pid), *sandbox.plan_); !mapped.ok()) {
     return IdMapError(mapped.error(), ReadUsernsFacts());
   }

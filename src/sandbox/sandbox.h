@@ -41,12 +41,16 @@ class Sandbox {
                         const RunHooks& hooks = {});
 
   // Host pid of the sandbox's init (PID 1 inside).
+  // (Its cgroup, when the limits backend uses cgroups, was entered before it ran any code.)
   pid_t InitPid() const { return init_.Pid(); }
 
  private:
   Sandbox() = default;
 
   std::shared_ptr<const LaunchPlan> plan_;
+  // Declared before init_ so that it is destroyed after it: the cgroup is removed once init is
+  // killed and reaped.
+  std::unique_ptr<limits::RunCgroup> cgroup_;
   ChildProcess init_;
   UniqueFd report_;   // ChildReport records from init and the program
   UniqueFd program_;  // the program text, then EOF

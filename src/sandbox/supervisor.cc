@@ -106,6 +106,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   const Clock::time_point deadline = start + limits.timeout;
   std::optional<Clock::time_point> end, drain_until;
   std::optional<int> program_status;
+  std::optional<ChildReport> exit_report;
   std::optional<ChildReport> failure;
   bool timed_out = false;
   bool cancelled = false;
@@ -160,6 +161,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
         const ssize_t got = read(report_.Get(), &report, sizeof report);
         if (got == static_cast<ssize_t>(sizeof report) && report.type == ReportType::kExit) {
           program_status = report.wait_status;
+          exit_report = report;
           end = Clock::now();
         } else if (got == static_cast<ssize_t>(sizeof report) &&
                    report.type == ReportType::kFailure) {
@@ -179,6 +181,17 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   }
   if (failure) return ChildError(*plan, *failure, ReadUsernsFacts());
   RunResult result;
+  result.limits_backend = limits::BackendName(plan->Limits().Kind());
+  if (cgroup_) {
+    MCPEXEC_ASSIGN_OR_RETURN(limits::Usage usage, cgroup_->Finish());
+    cgroup_.reset();
+    result.oom_killed = usage.oom_killed;
+    result.memory_peak_bytes = usage.memory_peak_bytes;
+    result.cpu_time_ms = usage.cpu_time_ms;
+  } else if (exit_report) {
+    result.memory_peak_bytes = static_cast<uint64_t>(exit_report->children_maxrss_kib) * 1024;
+    result.cpu_time_ms = static_cast<uint64_t>(exit_report->children_cpu_us) / 1000;
+  }
   result.cancelled = cancelled && !program_status;
   result.duration =
       std::chrono::duration_cast<std::chrono::milliseconds>(end.value_or(Clock::now()) - start);
@@ -190,6 +203,9 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     result.exit_code = -1;
   } else if (program_status) {
     ApplyWaitStatus(*program_status, result);
+  } else if (result.oom_killed) {
+    // The OOM killer chose init (it picks by size; rare): the run ended for lack of memory.
+    ApplyWaitStatus(SIGKILL, result);
   } else {
     // Init cannot be signalled from inside the sandbox, so it was killed from outside (or by
     // the OOM killer) and the program's fate is unknown: not a result to report as the

@@ -25,7 +25,7 @@ class SandboxLibraryTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(HostSetup::Get().Problem(RunMode::kCaller), "");
     const config::Config config = config::Defaults(HostSetup::Get().Rootfs());
-    auto plan = sandbox::Compile(exec::SpecFromConfig(config));
+    auto plan = exec::PrepareSandboxes(config);
     ASSERT_TRUE(plan.ok()) << plan.error().message;
     plan_ = *plan;
   }

@@ -90,6 +90,19 @@ bool BecomeIdentity(const Identity& id) {
   return failed == nullptr;
 }
 
+// The limits backend the process under test uses unless a test chooses one. As the caller it
+// is whatever the test run was given (MCP_EXEC_LIMITS, MCP_EXEC_CGROUP: tools/vm/delegate sets
+// them for the delegated cgroup v2 run). A process switched from root to the test user owns no
+// cgroup, so it can only have the rlimit backend, and asks for it as an operator would.
+std::vector<std::string> LimitsEnv(const Identity& id) {
+  if (id.change) return {"MCP_EXEC_LIMITS=rlimit"};
+  std::vector<std::string> env;
+  for (const char* name : {"MCP_EXEC_LIMITS", "MCP_EXEC_CGROUP"}) {
+    if (const char* value = std::getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  return env;
+}
+
 // fork + exec with the fds prepared by the caller. Returns the child's pid.
 pid_t Spawn(const std::vector<std::string>& argv, const LaunchOptions& options,
             const Identity& id, int in_fd, int out_fd, int err_fd, const std::string& pty_slave) {
@@ -98,6 +111,12 @@ pid_t Spawn(const std::vector<std::string>& argv, const LaunchOptions& options,
   args.push_back(nullptr);
   std::vector<std::string> env_strings = {kChildPath};
   env_strings.insert(env_strings.end(), options.env.begin(), options.env.end());
+  for (const std::string& var : LimitsEnv(id)) {
+    const std::string name = var.substr(0, var.find('=') + 1);
+    bool set = false;
+    for (const std::string& e : options.env) set = set || e.starts_with(name);
+    if (!set) env_strings.push_back(var);
+  }
   std::vector<const char*> env;
   for (const auto& e : env_strings) env.push_back(e.c_str());
   env.push_back(nullptr);
@@ -204,8 +223,9 @@ std::string Outcome::Describe() const {
   if (!outcome.json.is_object()) {
     return ::testing::AssertionFailure() << "stdout is not a JSON object:" << outcome.Describe();
   }
-  const std::set<std::string> required = {"stdout",      "stderr",    "exit_code",
-                                          "duration_ms", "truncated", "timed_out"};
+  const std::set<std::string> required = {
+      "stdout",    "stderr",     "exit_code",         "duration_ms", "truncated",
+      "timed_out", "oom_killed", "memory_peak_bytes", "cpu_time_ms", "limits_backend"};
   for (const auto& [key, value] : outcome.json.items()) {
     if (required.count(key) == 0 && key != "signal") {
       return ::testing::AssertionFailure() << "unexpected member \"" << key << "\"";
@@ -220,7 +240,10 @@ std::string Outcome::Describe() const {
   if (!j["stdout"].is_string() || !j["stderr"].is_string() ||
       !j["exit_code"].is_number_integer() || !j["duration_ms"].is_number_integer() ||
       !j["truncated"].is_boolean() || !j["timed_out"].is_boolean() ||
-      (j.contains("signal") && !j["signal"].is_string())) {
+      (j.contains("signal") && !j["signal"].is_string()) || !j["oom_killed"].is_boolean() ||
+      !(j["memory_peak_bytes"].is_number_unsigned() || j["memory_peak_bytes"].is_null()) ||
+      !(j["cpu_time_ms"].is_number_unsigned() || j["cpu_time_ms"].is_null()) ||
+      !j["limits_backend"].is_string()) {
     return ::testing::AssertionFailure() << "a member has the wrong type: " << j.dump();
   }
   return ::testing::AssertionSuccess();

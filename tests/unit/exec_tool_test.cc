@@ -40,7 +40,7 @@ TEST_F(ExecToolTest, DescriptionComesFromTheConfiguration) {
   c.max_timeout_s = 34;
   c.max_output_bytes = 2 << 20;
   c.workspace_bytes = 16 << 20;
-  const std::string d = ExecTool::Describe(c);
+  const std::string d = ExecTool::Describe(c, limits::Backend::kCgroup2);
   EXPECT_THAT(d, HasSubstr("12 s by default"));
   EXPECT_THAT(d, HasSubstr("at most 34 s"));
   EXPECT_THAT(d, HasSubstr("cut at 2 MiB"));

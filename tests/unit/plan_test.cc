@@ -15,6 +15,10 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
+std::shared_ptr<limits::LimitsBackend> TestLimits() {
+  return limits::MakeRlimitBackend(limits::ResourceLimits{});
+}
+
 // A directory that looks enough like a rootfs for Compile(): mount points and an interpreter.
 class FakeRootfs {
  public:
@@ -47,7 +51,7 @@ const MountOp* FindOp(const LaunchPlan& plan, const std::string& what) {
 
 TEST(Compile, MapsTheSandboxUserToTheHostIds) {
   FakeRootfs rootfs;
-  auto plan = Compile(SpecFor(rootfs.Root()));
+  auto plan = Compile(SpecFor(rootfs.Root()), TestLimits());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ((*plan)->UidMap(), "65532 1000 1\n");
   EXPECT_EQ((*plan)->GidMap(), "65532 1000 1\n");
@@ -57,7 +61,7 @@ TEST(Compile, MapsTheSandboxUserToTheHostIds) {
 
 TEST(Compile, RootfsIsBoundReadOnlyNosuidNodevThenPivoted) {
   FakeRootfs rootfs;
-  auto plan = Compile(SpecFor(rootfs.Root()));
+  auto plan = Compile(SpecFor(rootfs.Root()), TestLimits());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   const MountOp* ro = FindOp(**plan, "make the rootfs read-only, nosuid, nodev");
   ASSERT_NE(ro, nullptr);
@@ -73,7 +77,7 @@ TEST(Compile, WorkspaceIsASizedTmpfsOwnedByTheSandboxUser) {
   FakeRootfs rootfs;
   SandboxSpec spec = SpecFor(rootfs.Root());
   spec.workspace_bytes = 12345678;
-  auto plan = Compile(spec);
+  auto plan = Compile(spec, TestLimits());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   const MountOp* ws = FindOp(**plan, "mount the workspace tmpfs on /tmp");
   ASSERT_NE(ws, nullptr);
@@ -85,7 +89,7 @@ TEST(Compile, WorkspaceIsASizedTmpfsOwnedByTheSandboxUser) {
 
 TEST(Compile, ProcIsFreshWithSensitivePathsMaskedOrReadOnly) {
   FakeRootfs rootfs;
-  auto plan = Compile(SpecFor(rootfs.Root()));
+  auto plan = Compile(SpecFor(rootfs.Root()), TestLimits());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   const std::string d = (*plan)->Describe();
   EXPECT_THAT(d, HasSubstr("mount a fresh /proc: proc -> "));
@@ -100,7 +104,7 @@ TEST(Compile, ProcIsFreshWithSensitivePathsMaskedOrReadOnly) {
 
 TEST(Compile, EnvironmentIsCleanAndFixed) {
   FakeRootfs rootfs;
-  auto plan = Compile(SpecFor(rootfs.Root()));
+  auto plan = Compile(SpecFor(rootfs.Root()), TestLimits());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   std::vector<std::string> env;
   for (const char* const* e = (*plan)->View().envp; *e != nullptr; ++e) env.emplace_back(*e);
@@ -118,7 +122,7 @@ TEST(Compile, RootModeClearsGroups) {
   spec.privileged_id_mapping = true;
   spec.outside_uid = 65532;
   spec.outside_gid = 65532;
-  auto plan = Compile(spec);
+  auto plan = Compile(spec, TestLimits());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_TRUE((*plan)->View().clear_groups);
   EXPECT_THAT((*plan)->Describe(), HasSubstr("setgroups allow, cleared by the child"));
@@ -128,13 +132,13 @@ TEST(Compile, RefusesHostRoot) {
   FakeRootfs rootfs;
   SandboxSpec spec = SpecFor(rootfs.Root());
   spec.outside_uid = 0;
-  auto plan = Compile(spec);
+  auto plan = Compile(spec, TestLimits());
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.error().message, HasSubstr("host uid or gid 0"));
 }
 
 TEST(Compile, MissingRootfsSaysHowToBuildIt) {
-  auto plan = Compile(SpecFor("/nonexistent/rootfs"));
+  auto plan = Compile(SpecFor("/nonexistent/rootfs"), TestLimits());
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.error().code, ErrorCode::kNotFound);
   EXPECT_THAT(plan.error().message, HasSubstr("rootfs /nonexistent/rootfs"));
@@ -145,7 +149,7 @@ TEST(Compile, MissingRootfsSaysHowToBuildIt) {
 TEST(Compile, IncompleteRootfsNamesTheMissingDirectory) {
   FakeRootfs rootfs;
   fs::remove(rootfs.Root() + "/tmp");
-  auto plan = Compile(SpecFor(rootfs.Root()));
+  auto plan = Compile(SpecFor(rootfs.Root()), TestLimits());
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.error().message, HasSubstr("has no /tmp directory"));
 }
@@ -154,14 +158,14 @@ TEST(Compile, InterpreterMustExistInTheRootfs) {
   FakeRootfs rootfs;
   SandboxSpec spec = SpecFor(rootfs.Root());
   spec.python = "python9";
-  auto plan = Compile(spec);
+  auto plan = Compile(spec, TestLimits());
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.error().message, HasSubstr("interpreter 'python9'"));
   EXPECT_THAT(plan.error().message, HasSubstr("MCP_EXEC_PYTHON"));
   spec.python = "bin/python3";
-  EXPECT_FALSE(Compile(spec).ok());
+  EXPECT_FALSE(Compile(spec, TestLimits()).ok());
   spec.python = "/usr/bin/python3";
-  EXPECT_TRUE(Compile(spec).ok());
+  EXPECT_TRUE(Compile(spec, TestLimits()).ok());
 }
 
 }  // namespace
@@ -175,7 +179,7 @@ TEST(Compile, HomeSkeletonIsCopiedIntoTheWorkspace) {
   const std::string skel = rootfs.Root() + "/usr/share/mcp-exec/home";
   fs::create_directories(skel + "/.cache/matplotlib");
   std::ofstream(skel + "/.cache/matplotlib/fontlist.json") << "{}";
-  auto plan = Compile(SpecFor(rootfs.Root()));
+  auto plan = Compile(SpecFor(rootfs.Root()), TestLimits());
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   const std::string root = fs::canonical(rootfs.Root()).string();
   const MountOp* copy = FindOp(**plan, "copy /usr/share/mcp-exec/home/.cache/matplotlib/fontlist.json into HOME");
@@ -195,7 +199,7 @@ TEST(Compile, OversizedHomeSkeletonIsRefused) {
   const std::string skel = rootfs.Root() + "/usr/share/mcp-exec/home";
   fs::create_directories(skel);
   for (int i = 0; i < 70; ++i) std::ofstream(skel + "/f" + std::to_string(i)) << "x";
-  auto plan = Compile(SpecFor(rootfs.Root()));
+  auto plan = Compile(SpecFor(rootfs.Root()), TestLimits());
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.error().message, HasSubstr("too large to copy into every workspace"));
 }

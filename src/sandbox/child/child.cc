@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -259,6 +260,13 @@ void ReceiveProgram(const PlanView& plan) noexcept {
       ChildReport report{};
       report.type = ReportType::kExit;
       report.wait_status = status;
+      struct rusage usage{};
+      if (getrusage(RUSAGE_CHILDREN, &usage) == 0) {
+        report.children_maxrss_kib = usage.ru_maxrss;
+        report.children_cpu_us =
+            (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1'000'000LL +
+            usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
+      }
       Report(report);
       _exit(0);
     }

@@ -111,6 +111,10 @@ struct ChildReport {
   int32_t sys_errno;  // kFailure
   uint32_t index;     // kFailure: mount op or rlimit index
   int32_t wait_status;  // kExit: the program's wait status
+  // kExit: getrusage(RUSAGE_CHILDREN) of init, which has reaped the program and every orphan
+  // so far: the largest resident set and the CPU time they used.
+  int64_t children_maxrss_kib;
+  int64_t children_cpu_us;
 };
 
 }  // namespace mcpexec::sandbox

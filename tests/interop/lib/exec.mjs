@@ -9,7 +9,10 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import AjvDraft07 from 'ajv';
 import addFormats from 'ajv-formats';
 
-export const RESULT_FIELDS = ['stdout', 'stderr', 'exit_code', 'duration_ms', 'truncated', 'timed_out'];
+export const RESULT_FIELDS = ['stdout', 'stderr', 'exit_code', 'duration_ms', 'truncated', 'timed_out',
+  'oom_killed', 'memory_peak_bytes', 'cpu_time_ms', 'limits_backend'];
+// Fields that vary from run to run of the same program.
+export const MEASURED_FIELDS = ['duration_ms', 'memory_peak_bytes', 'cpu_time_ms'];
 
 function makeAjv(schema) {
   const dialect = typeof schema.$schema === 'string' ? schema.$schema : '';
@@ -49,6 +52,11 @@ export function checkExecResult(result, validate) {
   assert.equal(typeof sc.truncated, 'boolean');
   assert.equal(typeof sc.timed_out, 'boolean');
   if ('signal' in sc) assert.equal(typeof sc.signal, 'string');
+  assert.equal(typeof sc.oom_killed, 'boolean');
+  for (const f of ['memory_peak_bytes', 'cpu_time_ms']) {
+    assert.ok(sc[f] === null || (Number.isInteger(sc[f]) && sc[f] >= 0), `${f} ${sc[f]}`);
+  }
+  assert.ok(['cgroup2', 'cgroup1', 'rlimit'].includes(sc.limits_backend), `limits_backend ${sc.limits_backend}`);
   const texts = (result.content ?? []).filter((c) => c.type === 'text');
   assert.ok(texts.length >= 1, 'no text content item');
   const parsed = texts

@@ -57,7 +57,7 @@ sys.exit(5)`,
     const out = {};
     for (const t of TRANSPORTS) {
       const { sc } = await callExec(conns[t], validators[t], args);
-      const { duration_ms: _d, ...rest } = sc;
+      const { duration_ms: _d, memory_peak_bytes: _m, cpu_time_ms: _c, limits_backend: _b, ...rest } = sc;
       out[t] = rest;
     }
     assert.deepEqual(out.stdio, {
@@ -66,6 +66,7 @@ sys.exit(5)`,
       exit_code: 5,
       truncated: false,
       timed_out: false,
+      oom_killed: false,
     });
     assert.deepEqual(out.http, out.stdio, 'http differs from stdio');
     assert.deepEqual(out.sse, out.stdio, 'sse differs from stdio');
@@ -79,7 +80,7 @@ sys.exit(5)`,
         code: 'import time\nprint("a", flush=True)\ntime.sleep(10)',
         timeout_s: 1,
       });
-      const { duration_ms: _d, ...rest } = sc;
+      const { duration_ms: _d, memory_peak_bytes: _m, cpu_time_ms: _c, limits_backend: _b, ...rest } = sc;
       out[t] = rest;
     }
     assert.equal(out.stdio.timed_out, true);

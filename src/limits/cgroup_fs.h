@@ -1,0 +1,66 @@
+// File-level helpers shared by the cgroup backends: where the hierarchies are mounted, which
+// cgroup this process is in, reading and writing interface files, naming run cgroups after
+// their owner, and removing the run cgroups of owners that died.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace mcpexec::limits {
+
+// The mount point of the cgroup2 filesystem, or of the v1 hierarchy that has `controller`.
+// The second member is the mount's root within the hierarchy ("/" unless bind-mounted).
+struct CgroupMount {
+  std::string mount_point;
+  std::string root;
+};
+std::optional<CgroupMount> FindCgroup2Mount();
+std::optional<CgroupMount> FindCgroup1Mount(std::string_view controller);
+
+// This process's cgroup from /proc/self/cgroup: the "0::" line for v2, or the line whose
+// controller list has `controller` for v1.
+Result<std::string> OwnCgroup2Path();
+Result<std::string> OwnCgroup1Path(std::string_view controller);
+
+// The directory of cgroup `path` under `mount`.
+std::string CgroupDir(const CgroupMount& mount, const std::string& path);
+
+// Interface files. Errors name the file and errno.
+Result<std::string> ReadCgroupFile(const std::string& dir, const char* name);
+Result<void> WriteCgroupFile(const std::string& dir, const char* name, std::string_view value);
+bool CgroupFileExists(const std::string& dir, const char* name);
+
+// The value of `key` in a flat-keyed file ("oom_kill 3\nmax 1\n").
+std::optional<uint64_t> FlatKeyValue(std::string_view text, std::string_view key);
+// Space-separated words ("cpu memory pids").
+bool HasWord(std::string_view text, std::string_view word);
+
+// "run-<pid>-<start time>-": a prefix unique to this process (pids are reused, start times
+// make them unique), so that concurrent servers sharing a parent never touch each other's runs.
+const std::string& RunNamePrefix();
+
+// True when the run cgroup `name` belongs to a process that is no longer alive.
+bool IsStaleRun(std::string_view name);
+
+// SIGKILLs every process listed in dir/cgroup.procs (v1 has no cgroup.kill).
+void KillListed(const std::string& dir);
+
+// rmdir(dir), killing what is still listed and retrying for up to ~2 s while the kernel
+// finishes tearing the processes down.
+Result<void> RemoveCgroupDir(const std::string& dir, bool has_cgroup_kill);
+
+// Removes every stale run cgroup in `parent`; returns how many it removed.
+int RemoveStaleRuns(const std::string& parent, bool has_cgroup_kill);
+
+// Bytes of swap the host has (SwapTotal): when it has any, a run's memory limit must also
+// cover swap.
+uint64_t HostSwapBytes();
+
+}  // namespace mcpexec::limits

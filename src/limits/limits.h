@@ -1,0 +1,105 @@
+// Resource limits per run: what they are, which backend enforces them, and what a run used.
+//
+// A backend is chosen once at start (OpenBackend) and shared by every run. Cgroup backends give
+// each run a cgroup of its own (RunCgroup) that the sandbox's init is cloned into, and read the
+// run's accounting from it at the end; the rlimit backend only adds rlimits to the program.
+// Limits are never silently weaker than configured: a backend that cannot enforce them is an
+// error at start, with the fix.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace mcpexec::limits {
+
+inline constexpr uint64_t kDefaultMemoryMax = 256ull << 20;
+inline constexpr uint64_t kDefaultPidsMax = 128;
+inline constexpr double kDefaultCpus = 1.0;
+
+struct ResourceLimits {
+  uint64_t memory_max = kDefaultMemoryMax;  // bytes, no swap
+  uint64_t pids_max = kDefaultPidsMax;      // processes and threads, the sandbox's init included
+  double cpus = kDefaultCpus;               // CPU bandwidth, in CPUs
+  // Only the rlimit backend uses this: the longest a run may last, which bounds RLIMIT_CPU.
+  int max_timeout_s = 300;
+};
+
+enum class Backend { kCgroup2, kCgroup1, kRlimit };
+// "cgroup2", "cgroup1", "rlimit": the names results and logs use.
+const char* BackendName(Backend backend);
+
+// MCP_EXEC_LIMITS: which backend to use.
+enum class Mode { kAuto, kCgroup2, kCgroup1, kRlimit };
+Result<Mode> ParseMode(const std::string& text);
+
+// What one run used, read from its cgroup (or from the init's rusage for the rlimit backend).
+struct Usage {
+  bool oom_killed = false;
+  std::optional<uint64_t> memory_peak_bytes;
+  std::optional<uint64_t> cpu_time_ms;
+};
+
+struct RlimitSetting {
+  int resource;
+  rlim_t soft, hard;
+};
+
+// The cgroup of one run. Destruction kills what is left in it and removes it.
+class RunCgroup {
+ public:
+  virtual ~RunCgroup() = default;
+  // A directory fd for clone3's CLONE_INTO_CGROUP, or -1 when the child joins by Attach().
+  virtual int CloneIntoFd() const = 0;
+  // Moves `pid` in; called before the child runs any of its own code.
+  virtual Result<void> Attach(pid_t pid) = 0;
+  // Reads the run's accounting, then kills what is left and removes the cgroup. Call after the
+  // sandbox's init has been reaped.
+  virtual Result<Usage> Finish() = 0;
+};
+
+class LimitsBackend {
+ public:
+  virtual ~LimitsBackend() = default;
+  virtual Backend Kind() const = 0;
+  const ResourceLimits& Limits() const { return limits_; }
+  // The cgroup for a new run; nullptr for the rlimit backend. Thread-safe.
+  virtual Result<std::unique_ptr<RunCgroup>> CreateRun() = 0;
+  // Rlimits the program gets on top of the ones every run has.
+  virtual std::vector<RlimitSetting> ProgramRlimits() const { return {}; }
+  // Where the backend keeps its cgroups, for logs and `doctor`; empty for rlimit.
+  virtual std::string Location() const { return {}; }
+
+ protected:
+  explicit LimitsBackend(const ResourceLimits& limits) : limits_(limits) {}
+
+ private:
+  ResourceLimits limits_;
+};
+
+struct BackendOptions {
+  Mode mode = Mode::kAuto;
+  ResourceLimits limits;
+  // MCP_EXEC_CGROUP: a cgroup v2 directory mcp-exec may manage alone (delegated to its user).
+  // Empty: its own cgroup (moved into a "supervisor" leaf), or a "mcp-exec" child of the root
+  // cgroup when it runs there.
+  std::string cgroup;
+};
+
+// Chooses and prepares the backend: auto = cgroup v2, else cgroup v1 when root. Removes the
+// cgroups of earlier servers that died. When none is usable, the error says why for each and
+// gives the fix (a delegated scope, the unit file, or MCP_EXEC_LIMITS=rlimit).
+Result<std::shared_ptr<LimitsBackend>> OpenBackend(const BackendOptions& options);
+
+// The rlimit backend: no cgroups, rlimits for cpu time, processes and an address-space
+// backstop. Never chosen by auto.
+std::shared_ptr<LimitsBackend> MakeRlimitBackend(const ResourceLimits& limits);
+
+}  // namespace mcpexec::limits
