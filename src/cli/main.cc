@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli/doctor_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
 
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   CLI::App* run = mcpexec::cli::AddRunCommand(app, run_options);
   mcpexec::cli::ServeOptions serve_options;
   CLI::App* serve = mcpexec::cli::AddServeCommand(app, serve_options);
+  mcpexec::cli::DoctorOptions doctor_options;
+  CLI::App* doctor = mcpexec::cli::AddDoctorCommand(app, doctor_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -31,5 +34,6 @@ int main(int argc, char** argv) {
   if (serve->parsed()) {
     return mcpexec::cli::ServeCommand(MCPEXEC_DEFAULT_ROOTFS, MCPEXEC_VERSION, serve_options);
   }
+  if (doctor->parsed()) return mcpexec::cli::DoctorCommand(MCPEXEC_DEFAULT_ROOTFS, doctor_options);
   return 2;
 }

@@ -47,6 +47,11 @@ limits::BackendOptions BackendOptionsFor(const config::Config& config) {
 Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(const config::Config& config) {
   MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<limits::LimitsBackend> backend,
                            limits::OpenBackend(BackendOptionsFor(config)));
+  return PrepareSandboxes(config, std::move(backend));
+}
+
+Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
+    const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend) {
   return sandbox::Compile(SpecFromConfig(config), std::move(backend));
 }
 

@@ -37,6 +37,11 @@ limits::BackendOptions BackendOptionsFor(const config::Config& config);
 // Opens the limits backend (cgroups are prepared, stale runs removed) and compiles the plan
 // every run of this configuration uses. Errors say what is missing and how to fix it.
 Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(const config::Config& config);
+// The same with a backend opened earlier by OpenBackend(BackendOptionsFor(config)): `doctor`
+// reports on the backend and then runs under it, and opening it twice would move the process
+// into a cgroup v2 "supervisor" leaf twice.
+Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
+    const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend);
 
 sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request);
 

@@ -1,0 +1,424 @@
+#include "cli/doctor_checks.h"
+
+#include <string.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string_view>
+
+#include "sandbox/spec.h"
+
+namespace mcpexec::cli::doctor {
+namespace {
+
+constexpr const char* kNameIndent = "     ";      // under the check name
+constexpr const char* kFixIndent = "          ";  // under the text of a "fix:" line
+constexpr size_t kStderrTailLines = 6;
+constexpr size_t kMaxTailLineBytes = 300;
+
+const char* Label(Status status) {
+  switch (status) {
+    case Status::kOk:
+      return "OK   ";
+    case Status::kWarn:
+      return "WARN ";
+    case Status::kFail:
+      return "FAIL ";
+  }
+  return "?    ";
+}
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string Join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (!out.empty()) out += separator;
+    out += part;
+  }
+  return out;
+}
+
+bool HasWord(const std::string& text, const std::string& word) {
+  std::istringstream in(text);
+  for (std::string w; in >> w;) {
+    if (w == word) return true;
+  }
+  return false;
+}
+
+std::string ErrnoText(int err) {
+  const char* name = strerrorname_np(err);
+  return std::string(name ? name : "errno " + std::to_string(err)) + " (" + strerror(err) + ")";
+}
+
+std::string SysctlSummary(const sandbox::UsernsFacts& f) {
+  std::vector<std::string> parts;
+  if (f.max_user_namespaces) {
+    parts.push_back("user.max_user_namespaces=" + std::to_string(*f.max_user_namespaces));
+  }
+  if (f.unprivileged_userns_clone) {
+    parts.push_back("kernel.unprivileged_userns_clone=" +
+                    std::to_string(*f.unprivileged_userns_clone));
+  }
+  if (f.apparmor_restrict) {
+    parts.push_back("kernel.apparmor_restrict_unprivileged_userns=" +
+                    std::to_string(*f.apparmor_restrict));
+  }
+  if (parts.empty()) return "no user-namespace sysctl is readable";
+  return Join(parts, ", ");
+}
+
+std::string FormatCpus(double cpus) {
+  char text[32];
+  snprintf(text, sizeof text, "%g", cpus);
+  return text;
+}
+
+std::string RlimitsText(const std::vector<limits::RlimitSetting>& settings) {
+  std::vector<std::string> parts;
+  for (const limits::RlimitSetting& r : settings) {
+    switch (r.resource) {
+      case RLIMIT_CPU:
+        parts.push_back("cpu time " + std::to_string(r.soft) + " s");
+        break;
+      case RLIMIT_AS:
+        parts.push_back("address space " + FormatBytes(r.soft));
+        break;
+      case RLIMIT_NPROC:
+        parts.push_back("processes " + std::to_string(r.soft));
+        break;
+      default:
+        parts.push_back("rlimit " + std::to_string(r.resource) + " " + std::to_string(r.soft));
+    }
+  }
+  return Join(parts, ", ");
+}
+
+std::vector<std::string> RootfsFixes(const std::string& message) {
+  std::vector<std::string> fixes = {
+      "build the rootfs with tools/build-rootfs (python3 and the scientific stack)",
+      "or point --rootfs / MCP_EXEC_ROOTFS at a complete rootfs"};
+  if (message.find("MCP_EXEC_PYTHON") != std::string::npos) {
+    fixes.push_back("or set MCP_EXEC_PYTHON to an interpreter the rootfs has");
+  }
+  return fixes;
+}
+
+// The last lines of a program's stderr, each cut to a readable length.
+std::vector<std::string> Tail(const std::string& text) {
+  std::vector<std::string> lines;
+  for (std::string& line : SplitLines(text)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.size() > kMaxTailLineBytes) line = line.substr(0, kMaxTailLineBytes) + "...";
+    lines.push_back(std::move(line));
+  }
+  if (lines.size() > kStderrTailLines) {
+    lines.erase(lines.begin(), lines.end() - static_cast<long>(kStderrTailLines));
+  }
+  return lines;
+}
+
+Check NewCheck(const char* name, Status status = Status::kOk) {
+  Check c;
+  c.name = name;
+  c.status = status;
+  return c;
+}
+
+}  // namespace
+
+std::string Render(const Check& check) {
+  std::string out = Label(check.status) + check.name + ": ";
+  const std::vector<std::string> detail = SplitLines(check.detail);
+  for (size_t i = 0; i < detail.size(); ++i) {
+    out += (i == 0 ? "" : kNameIndent) + detail[i] + "\n";
+  }
+  if (detail.empty()) out += "\n";
+  for (const std::string& fix : check.fixes) {
+    const std::vector<std::string> lines = SplitLines(fix);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      out += (i == 0 ? std::string(kNameIndent) + "fix: " : kFixIndent) + lines[i] + "\n";
+    }
+  }
+  return out;
+}
+
+int ExitStatus(const std::vector<Check>& checks) {
+  for (const Check& c : checks) {
+    if (c.status == Status::kFail) return 1;
+  }
+  return 0;
+}
+
+Explained SplitFixes(const std::string& message) {
+  const std::vector<std::string> lines = SplitLines(message);
+  size_t fix_line = lines.size();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].starts_with("Fix one of:") || lines[i].starts_with("Fix:")) {
+      fix_line = i;
+      break;
+    }
+  }
+  Explained e;
+  if (fix_line == lines.size()) {
+    // "<reason>. Fix: <what to do>" on one line (setup_error's messages).
+    const size_t at = message.find(". Fix: ");
+    if (at == std::string::npos) {
+      e.why = message;
+    } else {
+      e.why = message.substr(0, at);
+      e.fixes.push_back(message.substr(at + 7));
+    }
+    return e;
+  }
+  std::vector<std::string> why(lines.begin(), lines.begin() + static_cast<long>(fix_line));
+  if (lines[fix_line].starts_with("Fix:")) {
+    const std::string rest = lines[fix_line].substr(4);
+    const size_t start = rest.find_first_not_of(' ');
+    if (start != std::string::npos) e.fixes.push_back(rest.substr(start));
+  }
+  size_t item_indent = std::string::npos;  // where the current item's "- " starts
+  for (size_t i = fix_line + 1; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const size_t indent = line.find_first_not_of(' ');
+    if (indent == std::string::npos) continue;
+    if (indent == 0) {
+      item_indent = std::string::npos;
+      if (line.find("mcp-exec doctor") == std::string::npos) why.push_back(line);
+    } else if (line.compare(indent, 2, "- ") == 0 &&
+               (item_indent == std::string::npos || indent <= item_indent)) {
+      e.fixes.push_back(line.substr(indent + 2));
+      item_indent = indent;
+    } else if (item_indent != std::string::npos) {
+      // A continuation keeps its indentation relative to the item's text.
+      e.fixes.back() += "\n" + line.substr(std::min(indent, item_indent + 2));
+    } else {
+      why.push_back(line);
+    }
+  }
+  e.why = Join(why, "\n");
+  return e;
+}
+
+Check UsernsCheck(const sandbox::UsernsFacts& facts, const UsernsProbe& probe) {
+  Check c = NewCheck(kUsernsCheck);
+  if (probe.failed == UsernsProbe::Step::kNone) {
+    c.detail = "new user, mount, pid and net namespaces work, and so does a mount in them (" +
+               SysctlSummary(facts) + ")";
+    if (!facts.root && facts.apparmor_restrict && *facts.apparmor_restrict == 1) {
+      c.detail += "; AppArmor restricts unprivileged user namespaces, but not for this process";
+    }
+    return c;
+  }
+  c.status = Status::kFail;
+  switch (probe.failed) {
+    case UsernsProbe::Step::kFork:
+      c.detail = "the probe could not run: fork or its report failed with " + ErrnoText(probe.err);
+      c.fixes = {"the host is out of processes or memory; try again when it has room"};
+      return c;
+    case UsernsProbe::Step::kUnshare:
+      c.detail = "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET) failed with " +
+                 ErrnoText(probe.err);
+      break;
+    case UsernsProbe::Step::kMount:
+      c.detail = "a new user namespace was created, but a mount inside it failed with " +
+                 ErrnoText(probe.err);
+      break;
+    case UsernsProbe::Step::kNone:
+      break;
+  }
+  Explained hint = SplitFixes(sandbox::UsernsHint(facts));
+  if (hint.fixes.empty()) {
+    c.fixes = {hint.why};
+  } else {
+    c.detail += ": " + hint.why;
+    c.fixes = std::move(hint.fixes);
+  }
+  c.detail += "\n(sysctls: " + SysctlSummary(facts) + ")";
+  return c;
+}
+
+Check LimitsCheck(const Result<std::shared_ptr<limits::LimitsBackend>>& backend) {
+  Check c = NewCheck(kLimitsCheck);
+  if (!backend.ok()) {
+    c.status = Status::kFail;
+    Explained e = SplitFixes(backend.error().message);
+    c.detail = std::move(e.why);
+    c.fixes = std::move(e.fixes);
+    return c;
+  }
+  const limits::LimitsBackend& b = **backend;
+  if (b.Kind() == limits::Backend::kRlimit) {
+    c.status = Status::kWarn;
+    c.detail =
+        "degraded: no memory limit (rlimit backend, MCP_EXEC_LIMITS=rlimit); rlimits "
+        "only: " +
+        RlimitsText(b.ProgramRlimits());
+    c.fixes = {
+        "for memory, pids and cpu limits, run mcp-exec in a delegated cgroup v2 "
+        "(systemd-run --user --scope -p Delegate=yes mcp-exec serve, or "
+        "packaging/systemd/mcp-exec.service), or as root on a cgroup v1 host"};
+    return c;
+  }
+  const limits::ResourceLimits& l = b.Limits();
+  std::string location = b.Location();
+  if (b.Kind() == limits::Backend::kCgroup1) {
+    // One directory per hierarchy, space-separated.
+    for (size_t at = location.find(' '); at != std::string::npos; at = location.find(' ', at + 2)) {
+      location.replace(at, 1, ", ");
+    }
+  }
+  c.detail = std::string(limits::BackendName(b.Kind())) + " at " + location + ": memory " +
+             FormatBytes(l.memory_max) + " (no swap), pids " + std::to_string(l.pids_max) +
+             ", cpus " + FormatCpus(l.cpus) + " per run";
+  return c;
+}
+
+Check SeccompCheck(const SeccompKernel& kernel, const std::string& profile,
+                   const Result<SeccompSummary>& compiled) {
+  Check c = NewCheck(kSeccompCheck);
+  const std::string unconfined_fix =
+      "or run without a filter, by choice: MCP_EXEC_SECCOMP_PROFILE=unconfined";
+  if (profile == sandbox::kSeccompUnconfined) {
+    c.status = Status::kWarn;
+    c.detail =
+        "seccomp is off by choice (MCP_EXEC_SECCOMP_PROFILE=unconfined): programs can "
+        "use every system call the namespaces allow";
+    c.fixes = {
+        "unset MCP_EXEC_SECCOMP_PROFILE (and --seccomp-profile) for the built-in "
+        "default profile"};
+    return c;
+  }
+  c.status = Status::kFail;
+  if (kernel.mode < 0) {
+    c.detail = "the kernel has no seccomp: prctl(PR_GET_SECCOMP) failed with " +
+               ErrnoText(kernel.mode_errno);
+    c.fixes = {
+        "boot a kernel built with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER (distribution "
+        "kernels are)",
+        unconfined_fix};
+    return c;
+  }
+  if (!kernel.actions_avail) {
+    c.detail =
+        "the kernel does not list its seccomp filter actions "
+        "(/proc/sys/kernel/seccomp/actions_avail is missing: Linux older than 4.14)";
+    c.fixes = {"upgrade the kernel: mcp-exec needs Linux 5.5 or newer", unconfined_fix};
+    return c;
+  }
+  std::vector<std::string> missing;
+  for (const char* action : {"errno", "kill_process"}) {
+    if (!HasWord(*kernel.actions_avail, action)) missing.push_back(action);
+  }
+  if (!missing.empty()) {
+    c.detail = "the kernel's seccomp filters lack the action(s) " + Join(missing, ", ") +
+               " (actions_avail: " + *kernel.actions_avail + ")";
+    c.fixes = {"upgrade the kernel: mcp-exec needs Linux 5.5 or newer", unconfined_fix};
+    return c;
+  }
+  const std::string what = profile == sandbox::kSeccompDefault
+                               ? std::string("the built-in default profile")
+                               : "the profile " + profile;
+  if (!compiled.ok()) {
+    c.detail = what + " does not load: " + compiled.error().message;
+    c.fixes = {"correct the profile where the message points",
+               "or use the built-in profile: unset MCP_EXEC_SECCOMP_PROFILE"};
+    return c;
+  }
+  c.status = Status::kOk;
+  c.detail = "the kernel has filters with errno and kill_process; " + what + " is " +
+             std::to_string(compiled->instructions) + " BPF instructions";
+  if (compiled->skipped > 0) {
+    c.detail += " (" + std::to_string(compiled->skipped) +
+                " syscall names skipped: unknown to this kernel or libseccomp)";
+  }
+  if (kernel.mode == 2) {
+    c.detail +=
+        "; mcp-exec itself runs under a seccomp filter already (a container's?), "
+        "which the sandbox's stacks on";
+  }
+  return c;
+}
+
+const char* const kImportProgram = R"py(import importlib, sys
+print("python", sys.version.split()[0])
+failed = []
+for name in ("numpy", "pandas", "matplotlib", "PIL", "yaml", "jinja2"):
+    try:
+        print(name, getattr(importlib.import_module(name), "__version__", "?"))
+    except Exception as e:
+        failed.append(f"import {name}: {type(e).__name__}: {e}")
+if failed:
+    print("\n".join(failed), file=sys.stderr)
+    sys.exit(1)
+)py";
+
+Check RootfsMissing(const std::string& rootfs, const Error& error) {
+  Check c = NewCheck(kRootfsCheck, Status::kFail);
+  c.detail = error.message;
+  if (error.message.find(rootfs) == std::string::npos) c.detail += " (rootfs " + rootfs + ")";
+  c.fixes = RootfsFixes(error.message);
+  return c;
+}
+
+Check RootfsSkipped(const std::string& rootfs, const std::string& interpreter) {
+  Check c = NewCheck(kRootfsCheck, Status::kFail);
+  c.detail = "skipped: needs the checks above (" + rootfs + " has " + interpreter +
+             ", but importing the scientific stack needs a sandbox)";
+  c.fixes = {"fix what the checks above report, then run mcp-exec doctor again"};
+  return c;
+}
+
+Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run) {
+  Check c = NewCheck(kRootfsCheck, Status::kFail);
+  if (!run.ok()) {
+    Explained e = SplitFixes(run.error().message);
+    c.detail = "the test run in a sandbox failed: " + e.why;
+    c.fixes = e.fixes.empty() ? RootfsFixes(run.error().message) : std::move(e.fixes);
+    return c;
+  }
+  const sandbox::RunResult& r = *run;
+  if (r.timed_out || r.exit_code != 0) {
+    if (r.timed_out) {
+      c.detail =
+          "the test imports ran out of time after " + std::to_string(r.duration.count()) + " ms";
+      c.fixes = {"give runs more time or cpu: MCP_EXEC_DEFAULT_TIMEOUT_S, MCP_EXEC_CPUS"};
+    } else if (r.oom_killed) {
+      c.detail = "the test imports were killed for memory";
+      c.fixes = {"give runs more memory: MCP_EXEC_MEMORY_MAX (the default, 256m, is enough)"};
+    } else {
+      c.detail = "the test imports failed with exit code " + std::to_string(r.exit_code);
+      c.fixes = RootfsFixes(r.stderr_data);
+    }
+    for (const std::string& line : Tail(r.stderr_data)) c.detail += "\n  " + line;
+    return c;
+  }
+  std::vector<std::string> versions;
+  for (const std::string& line : SplitLines(r.stdout_data)) versions.push_back(line);
+  c.status = Status::kOk;
+  c.detail = rootfs + ": " + Join(versions, ", ") + " (imported in a sandbox in " +
+             std::to_string(r.duration.count()) + " ms)";
+  return c;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  constexpr struct {
+    uint64_t size;
+    const char* unit;
+  } kUnits[] = {{1ull << 30, "GiB"}, {1ull << 20, "MiB"}, {1ull << 10, "KiB"}};
+  for (const auto& u : kUnits) {
+    if (bytes >= u.size && bytes % u.size == 0) {
+      return std::to_string(bytes / u.size) + " " + u.unit;
+    }
+  }
+  return std::to_string(bytes) + " bytes";
+}
+
+}  // namespace mcpexec::cli::doctor

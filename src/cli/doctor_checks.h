@@ -1,0 +1,101 @@
+// The checks of `mcp-exec doctor` as pure functions: each turns facts gathered from the host
+// (sysctls, a probe's errno, an opened limits backend, a test run's result) into one verdict
+// with the reason and the fixes. Gathering the facts is doctor_command.cc's job, so every
+// verdict can be unit-tested without touching the host.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "limits/limits.h"
+#include "sandbox/run_result.h"
+#include "sandbox/setup_error.h"
+
+namespace mcpexec::cli::doctor {
+
+// The check names, as printed.
+inline constexpr const char* kUsernsCheck = "user namespaces";
+inline constexpr const char* kLimitsCheck = "cgroup limits";
+inline constexpr const char* kSeccompCheck = "seccomp";
+inline constexpr const char* kRootfsCheck = "rootfs";
+
+// kWarn: works, but weaker than it could be. Only kFail makes doctor exit non-zero.
+enum class Status { kOk, kWarn, kFail };
+
+struct Check {
+  std::string name;
+  Status status = Status::kOk;
+  // What was found, or why it fails. May span lines; the first is the headline.
+  std::string detail;
+  // Ways to fix it, each printed as a "fix:" line (may span lines).
+  std::vector<std::string> fixes;
+};
+
+// "OK   name: detail", "WARN ...", "FAIL ..."; later lines of the detail indented under the name,
+// then one "     fix: ..." line per fix. Ends with a newline.
+std::string Render(const Check& check);
+
+// 0 when no check failed, else 1.
+int ExitStatus(const std::vector<Check>& checks);
+
+// An error message split into its reason and its fixes. Understands the two forms mcp-exec's
+// messages use: "reason. Fix: what to do" on one line, and a "Fix one of:" line followed by
+// "  - " items (deeper-indented lines continue an item). A trailing line that points to
+// `mcp-exec doctor` is dropped. Without either form, everything is the reason.
+struct Explained {
+  std::string why;
+  std::vector<std::string> fixes;
+};
+Explained SplitFixes(const std::string& message);
+
+// The probe of user namespaces: a child unshares them as mcp-exec's sandboxes do, then makes
+// a mount in them (which AppArmor's restriction of unprivileged user namespaces refuses).
+struct UsernsProbe {
+  enum class Step { kNone, kFork, kUnshare, kMount };
+  Step failed = Step::kNone;  // kNone: the probe worked
+  int err = 0;
+};
+
+// Check 1. The probe decides; the sysctls explain a failure and give its fix (setup_error's
+// UsernsHint, the message a failed sandbox start gives).
+Check UsernsCheck(const sandbox::UsernsFacts& facts, const UsernsProbe& probe);
+
+// Check 2: the backend OpenBackend() chose, or why none is usable.
+Check LimitsCheck(const Result<std::shared_ptr<limits::LimitsBackend>>& backend);
+
+// What the kernel offers for seccomp filters.
+struct SeccompKernel {
+  int mode = 0;        // prctl(PR_GET_SECCOMP): 0 none, 2 already filtered; -1 failed
+  int mode_errno = 0;  // errno when mode is -1 (EINVAL: no CONFIG_SECCOMP)
+  std::optional<std::string> actions_avail;  // /proc/sys/kernel/seccomp/actions_avail
+};
+
+// The configured profile, compiled.
+struct SeccompSummary {
+  size_t instructions = 0;
+  size_t skipped = 0;  // syscall names of the profile this kernel or libseccomp lacks
+};
+
+// Check 3. `profile` is config.seccomp_profile; `compiled` is ignored for "unconfined".
+Check SeccompCheck(const SeccompKernel& kernel, const std::string& profile,
+                   const Result<SeccompSummary>& compiled);
+
+// The Python program of the end-to-end run: prints "python <version>" and "<module> <version>"
+// for each of the scientific stack, one a line; exits 1 naming the modules that fail to import.
+extern const char* const kImportProgram;
+
+// Check 4, when the rootfs or its interpreter is missing (the error of compiling a plan).
+Check RootfsMissing(const std::string& rootfs, const Error& error);
+// Check 4, when an earlier check failed and no sandbox can be started to test the rootfs.
+Check RootfsSkipped(const std::string& rootfs, const std::string& interpreter);
+// Check 4: the outcome of running kImportProgram in a sandbox on `rootfs`.
+Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run);
+
+// "256 MiB", "1 GiB", "1536 KiB", "100 bytes".
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace mcpexec::cli::doctor

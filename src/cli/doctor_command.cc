@@ -1,0 +1,146 @@
+#include "cli/doctor_command.h"
+
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <iostream>
+
+#include "base/sys.h"
+#include "exec/exec.h"
+#include "sandbox/plan.h"
+#include "sandbox/seccomp_filter.h"
+#include "sandbox/setup_error.h"
+#include "sandbox/spec.h"
+
+namespace mcpexec::cli {
+namespace {
+
+using doctor::Check;
+using doctor::Status;
+
+struct ProbeReport {
+  int32_t step;
+  int32_t err;
+};
+
+Check SeccompCheckFor(const config::Config& config) {
+  if (config.seccomp_profile == sandbox::kSeccompUnconfined) {
+    return doctor::SeccompCheck(ReadSeccompKernel(), config.seccomp_profile,
+                                doctor::SeccompSummary{});
+  }
+  Result<doctor::SeccompSummary> summary = [&]() -> Result<doctor::SeccompSummary> {
+    MCPEXEC_ASSIGN_OR_RETURN(sandbox::SeccompFilter filter,
+                             sandbox::FilterForProfile(config.seccomp_profile));
+    return doctor::SeccompSummary{filter.Instructions().size(), filter.Skipped().size()};
+  }();
+  return doctor::SeccompCheck(ReadSeccompKernel(), config.seccomp_profile, summary);
+}
+
+// Check 4. The rootfs and interpreter are validated by compiling a plan that needs neither a
+// limits backend nor a seccomp filter, so that a missing rootfs is reported even when the
+// sandbox cannot start; the imports then run in a real sandbox under `backend`.
+Check RootfsCheckFor(const config::Config& config,
+                     const Result<std::shared_ptr<limits::LimitsBackend>>& backend,
+                     bool earlier_failed) {
+  sandbox::SandboxSpec spec = exec::SpecFromConfig(config);
+  spec.seccomp_profile = sandbox::kSeccompUnconfined;
+  auto layout = sandbox::Compile(spec, limits::MakeRlimitBackend(limits::ResourceLimits{}));
+  if (!layout.ok()) return doctor::RootfsMissing(config.rootfs, layout.error());
+  const std::string& rootfs = (*layout)->Spec().rootfs;
+  if (earlier_failed || !backend.ok()) {
+    return doctor::RootfsSkipped(rootfs, (*layout)->ExecPath());
+  }
+  auto plan = exec::PrepareSandboxes(config, *backend);
+  if (!plan.ok()) return doctor::RootfsRun(rootfs, plan.error());
+  exec::ExecRequest request;
+  request.code = doctor::kImportProgram;
+  return doctor::RootfsRun(rootfs, exec::Execute(*plan, config, request));
+}
+
+}  // namespace
+
+CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& options) {
+  CLI::App* doctor = app.add_subcommand(
+      "doctor",
+      "Check that this host can run sandboxes: user namespaces, the limits backend, "
+      "seccomp, the rootfs and its Python stack");
+  AddConfigFlags(doctor, Command::kRun, options.config);
+  doctor->footer(
+      "Checks the configuration `mcp-exec run` would use (the same flags and MCP_EXEC_* "
+      "variables). Prints OK, WARN (works, but weaker) or FAIL with the fixes, one line per "
+      "check. Exit status: 0 when no check failed, 1 when one did, 2 for an invalid "
+      "configuration.");
+  return doctor;
+}
+
+doctor::UsernsProbe ProbeUserNamespaces() {
+  using Step = doctor::UsernsProbe::Step;
+  auto pipe = MakePipe();
+  if (!pipe.ok()) return {Step::kFork, pipe.error().sys_errno};
+  const pid_t pid = fork();
+  if (pid < 0) return {Step::kFork, errno};
+  if (pid == 0) {
+    ProbeReport report{static_cast<int32_t>(Step::kNone), 0};
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) != 0) {
+      report = {static_cast<int32_t>(Step::kUnshare), errno};
+    } else if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      // What the sandbox does first in its mount namespace; AppArmor's restriction of
+      // unprivileged user namespaces lets unshare succeed and refuses this.
+      report = {static_cast<int32_t>(Step::kMount), errno};
+    }
+    (void)!write(pipe->write.Get(), &report, sizeof report);
+    _exit(0);
+  }
+  pipe->write.Reset();
+  ProbeReport report{static_cast<int32_t>(Step::kFork), EPIPE};
+  ssize_t n;
+  do {
+    n = read(pipe->read.Get(), &report, sizeof report);
+  } while (n < 0 && errno == EINTR);
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof report)) return {Step::kFork, EPIPE};
+  return {static_cast<Step>(report.step), report.err};
+}
+
+doctor::SeccompKernel ReadSeccompKernel() {
+  doctor::SeccompKernel kernel;
+  kernel.mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+  if (kernel.mode < 0) kernel.mode_errno = errno;
+  if (auto actions = ReadFile("/proc/sys/kernel/seccomp/actions_avail"); actions.ok()) {
+    kernel.actions_avail = *actions;
+    while (!kernel.actions_avail->empty() && kernel.actions_avail->back() == '\n') {
+      kernel.actions_avail->pop_back();
+    }
+  }
+  return kernel;
+}
+
+int DoctorCommand(const std::string& default_rootfs, const DoctorOptions& options) {
+  auto config = ResolveConfig(default_rootfs, config::ProcessEnv(), options.config);
+  if (!config.ok()) {
+    std::cerr << "mcp-exec: " << config.error().message << "\n";
+    return 2;
+  }
+  std::vector<Check> checks;
+  // Printed as they complete: the last one starts Python in a sandbox and takes a moment.
+  auto report = [&checks](Check check) {
+    std::cout << doctor::Render(check) << std::flush;
+    checks.push_back(std::move(check));
+  };
+  // First, while this process has one thread: the probe forks.
+  report(doctor::UsernsCheck(sandbox::ReadUsernsFacts(), ProbeUserNamespaces()));
+  auto backend = limits::OpenBackend(exec::BackendOptionsFor(*config));
+  report(doctor::LimitsCheck(backend));
+  report(SeccompCheckFor(*config));
+  const bool earlier_failed = doctor::ExitStatus(checks) != 0;
+  report(RootfsCheckFor(*config, backend, earlier_failed));
+  return doctor::ExitStatus(checks);
+}
+
+}  // namespace mcpexec::cli

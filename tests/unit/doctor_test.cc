@@ -1,0 +1,345 @@
+#include <errno.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/doctor_checks.h"
+#include "cli/doctor_command.h"
+#include "limits/limits.h"
+
+namespace mcpexec::cli::doctor {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// The shape of limits::OpenBackend's error when no backend is usable (src/limits/limits.cc).
+constexpr const char* kNoBackendError =
+    "no cgroup backend is usable, and mcp-exec does not run code without its memory, pids and "
+    "cpu limits:\n"
+    "  - cgroup v2: the memory, pids, cpu controller(s) are not available\n"
+    "  - cgroup v1: cgroup v1 hierarchies cannot be delegated safely\n"
+    "Fix one of:\n"
+    "  - run mcp-exec in a cgroup v2 scope delegated to it:\n"
+    "      systemd-run --user --scope -p Delegate=yes mcp-exec serve ...\n"
+    "  - install the unit packaging/systemd/mcp-exec.service\n"
+    "  - or accept degraded limits: MCP_EXEC_LIMITS=rlimit (no memory limit)\n"
+    "`mcp-exec doctor` checks the host.";
+
+// A cgroup backend as OpenBackend returns one, without touching cgroups.
+class FakeCgroupBackend final : public limits::LimitsBackend {
+ public:
+  explicit FakeCgroupBackend(const limits::ResourceLimits& l) : LimitsBackend(l) {}
+  limits::Backend Kind() const override { return limits::Backend::kCgroup2; }
+  Result<std::unique_ptr<limits::RunCgroup>> CreateRun() override {
+    return std::unique_ptr<limits::RunCgroup>();
+  }
+  std::string Location() const override { return "/sys/fs/cgroup/user.slice/mcp"; }
+};
+
+sandbox::UsernsFacts Facts(std::optional<long> max, std::optional<long> clone,
+                           std::optional<long> apparmor, bool root = false) {
+  sandbox::UsernsFacts f;
+  f.max_user_namespaces = max;
+  f.unprivileged_userns_clone = clone;
+  f.apparmor_restrict = apparmor;
+  f.root = root;
+  return f;
+}
+
+UsernsProbe Failed(UsernsProbe::Step step, int err) {
+  UsernsProbe p;
+  p.failed = step;
+  p.err = err;
+  return p;
+}
+
+// --------------------------------------------------------------------------- Render, exit
+
+TEST(DoctorRender, OkLineIsOneLine) {
+  Check c{"seccomp", Status::kOk, "fine", {}};
+  EXPECT_EQ(Render(c), "OK   seccomp: fine\n");
+}
+
+TEST(DoctorRender, FailLinesIndentDetailAndFixes) {
+  Check c{"rootfs", Status::kFail, "missing\n  more", {"build it", "or this:\n  cmd --x"}};
+  EXPECT_EQ(Render(c),
+            "FAIL rootfs: missing\n"
+            "       more\n"
+            "     fix: build it\n"
+            "     fix: or this:\n"
+            "            cmd --x\n");
+}
+
+TEST(DoctorRender, WarnLabelIsAlignedWithTheOthers) {
+  EXPECT_THAT(Render(Check{"x", Status::kWarn, "weaker", {}}), StartsWith("WARN x: "));
+}
+
+TEST(DoctorExitStatus, OnlyFailFails) {
+  EXPECT_EQ(ExitStatus({}), 0);
+  EXPECT_EQ(ExitStatus({Check{"a", Status::kOk, "", {}}, Check{"b", Status::kWarn, "", {}}}), 0);
+  EXPECT_EQ(ExitStatus({Check{"a", Status::kOk, "", {}}, Check{"b", Status::kFail, "", {}}}), 1);
+}
+
+// ------------------------------------------------------------------------------ SplitFixes
+
+TEST(DoctorSplitFixes, InlineFix) {
+  Explained e = SplitFixes("it is off: x is 0. Fix: sysctl -w x=1 (and keep it)");
+  EXPECT_EQ(e.why, "it is off: x is 0");
+  EXPECT_THAT(e.fixes, ElementsAre("sysctl -w x=1 (and keep it)"));
+}
+
+TEST(DoctorSplitFixes, FixOneOfListWithContinuationsAndNoDoctorPointer) {
+  Explained e = SplitFixes(kNoBackendError);
+  EXPECT_EQ(e.why,
+            "no cgroup backend is usable, and mcp-exec does not run code without its memory, "
+            "pids and cpu limits:\n"
+            "  - cgroup v2: the memory, pids, cpu controller(s) are not available\n"
+            "  - cgroup v1: cgroup v1 hierarchies cannot be delegated safely");
+  EXPECT_THAT(e.fixes,
+              ElementsAre("run mcp-exec in a cgroup v2 scope delegated to it:\n"
+                          "  systemd-run --user --scope -p Delegate=yes mcp-exec serve ...",
+                          "install the unit packaging/systemd/mcp-exec.service",
+                          "or accept degraded limits: MCP_EXEC_LIMITS=rlimit (no memory limit)"));
+}
+
+TEST(DoctorSplitFixes, NoFixIsAllReason) {
+  Explained e = SplitFixes("something broke");
+  EXPECT_EQ(e.why, "something broke");
+  EXPECT_TRUE(e.fixes.empty());
+}
+
+// ------------------------------------------------------------------------- user namespaces
+
+TEST(DoctorUserns, ProbeThatWorksIsOkAndListsTheSysctls) {
+  Check c = UsernsCheck(Facts(15000, 1, std::nullopt), UsernsProbe{});
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_EQ(c.name, "user namespaces");
+  EXPECT_THAT(c.detail, HasSubstr("user.max_user_namespaces=15000"));
+  EXPECT_THAT(c.detail, HasSubstr("kernel.unprivileged_userns_clone=1"));
+  EXPECT_TRUE(c.fixes.empty());
+}
+
+TEST(DoctorUserns, MaxUserNamespacesZeroFailsWithTheSysctlFix) {
+  Check c = UsernsCheck(Facts(0, std::nullopt, std::nullopt),
+                        Failed(UsernsProbe::Step::kUnshare, ENOSPC));
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("unshare(CLONE_NEWUSER"));
+  EXPECT_THAT(c.detail, HasSubstr("ENOSPC"));
+  EXPECT_THAT(c.detail, HasSubstr("user.max_user_namespaces is 0"));
+  ASSERT_EQ(c.fixes.size(), 1u);
+  EXPECT_THAT(c.fixes[0], StartsWith("sysctl -w user.max_user_namespaces="));
+}
+
+TEST(DoctorUserns, DebianSysctlFailsWithItsFix) {
+  Check c = UsernsCheck(Facts(15000, 0, std::nullopt), Failed(UsernsProbe::Step::kUnshare, EPERM));
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("EPERM"));
+  EXPECT_THAT(c.detail, HasSubstr("kernel.unprivileged_userns_clone=0"));
+  ASSERT_EQ(c.fixes.size(), 1u);
+  EXPECT_THAT(c.fixes[0], HasSubstr("sysctl -w kernel.unprivileged_userns_clone=1"));
+}
+
+TEST(DoctorUserns, UbuntuAppArmorRestrictionFailsAtTheMountWithProfileOrSysctlFix) {
+  Check c = UsernsCheck(Facts(15000, std::nullopt, 1), Failed(UsernsProbe::Step::kMount, EPERM));
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("mount inside it failed with EPERM"));
+  ASSERT_EQ(c.fixes.size(), 1u);
+  EXPECT_THAT(c.fixes[0], HasSubstr("AppArmor profile"));
+  EXPECT_THAT(c.fixes[0], HasSubstr("kernel.apparmor_restrict_unprivileged_userns=0"));
+}
+
+TEST(DoctorUserns, AppArmorRestrictionThatDoesNotApplyIsOkWithANote) {
+  Check c = UsernsCheck(Facts(15000, std::nullopt, 1), UsernsProbe{});
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_THAT(c.detail, HasSubstr("but not for this process"));
+}
+
+TEST(DoctorUserns, UnexplainedFailureGivesTheContainerHintAsTheFix) {
+  Check c = UsernsCheck(Facts(15000, 1, std::nullopt), Failed(UsernsProbe::Step::kUnshare, EPERM));
+  EXPECT_EQ(c.status, Status::kFail);
+  ASSERT_EQ(c.fixes.size(), 1u);
+  EXPECT_THAT(c.fixes[0], HasSubstr("seccomp=unconfined"));
+}
+
+TEST(DoctorUserns, RootIsNotSubjectToTheUnprivilegedSysctls) {
+  Check c =
+      UsernsCheck(Facts(15000, 0, std::nullopt, true), Failed(UsernsProbe::Step::kUnshare, EPERM));
+  ASSERT_EQ(c.fixes.size(), 1u);
+  EXPECT_THAT(c.fixes[0], Not(HasSubstr("unprivileged_userns_clone=1")));
+}
+
+// ---------------------------------------------------------------------------------- limits
+
+TEST(DoctorLimits, CgroupBackendIsOkWithItsLimits) {
+  limits::ResourceLimits l;
+  l.memory_max = 512ull << 20;
+  l.pids_max = 64;
+  l.cpus = 0.5;
+  Result<std::shared_ptr<limits::LimitsBackend>> backend =
+      std::shared_ptr<limits::LimitsBackend>(std::make_shared<FakeCgroupBackend>(l));
+  Check c = LimitsCheck(backend);
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_EQ(c.detail,
+            "cgroup2 at /sys/fs/cgroup/user.slice/mcp: memory 512 MiB (no swap), pids 64, "
+            "cpus 0.5 per run");
+}
+
+TEST(DoctorLimits, RlimitBackendWarnsThatThereIsNoMemoryLimit) {
+  Result<std::shared_ptr<limits::LimitsBackend>> backend =
+      limits::MakeRlimitBackend(limits::ResourceLimits{});
+  Check c = LimitsCheck(backend);
+  EXPECT_EQ(c.status, Status::kWarn);
+  EXPECT_THAT(c.detail, StartsWith("degraded: no memory limit"));
+  EXPECT_THAT(c.detail, HasSubstr("processes 128"));
+  ASSERT_EQ(c.fixes.size(), 1u);
+  EXPECT_THAT(c.fixes[0], HasSubstr("Delegate=yes"));
+}
+
+TEST(DoctorLimits, NoBackendFailsWithTheBackendsFixes) {
+  Result<std::shared_ptr<limits::LimitsBackend>> backend =
+      MakeError(ErrorCode::kUnavailable, kNoBackendError);
+  Check c = LimitsCheck(backend);
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, StartsWith("no cgroup backend is usable"));
+  EXPECT_THAT(c.detail, Not(HasSubstr("Fix one of")));
+  const std::string rendered = Render(c);
+  EXPECT_THAT(rendered, HasSubstr("     fix: or accept degraded limits: MCP_EXEC_LIMITS=rlimit"));
+  EXPECT_THAT(rendered, HasSubstr("systemd-run --user --scope -p Delegate=yes"));
+  EXPECT_THAT(rendered, Not(HasSubstr("mcp-exec doctor")));
+}
+
+// --------------------------------------------------------------------------------- seccomp
+
+SeccompKernel GoodKernel() {
+  SeccompKernel k;
+  k.actions_avail = "kill_process kill_thread trap errno user_notif trace log allow";
+  return k;
+}
+
+TEST(DoctorSeccomp, DefaultProfileOnAGoodKernelIsOk) {
+  Check c = SeccompCheck(GoodKernel(), "default", SeccompSummary{420, 0});
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_THAT(c.detail, HasSubstr("built-in default profile is 420 BPF instructions"));
+}
+
+TEST(DoctorSeccomp, UnconfinedIsAWarningByChoice) {
+  Check c = SeccompCheck(SeccompKernel{-1, EINVAL, std::nullopt}, "unconfined", SeccompSummary{});
+  EXPECT_EQ(c.status, Status::kWarn);
+  EXPECT_THAT(c.detail,
+              StartsWith("seccomp is off by choice (MCP_EXEC_SECCOMP_PROFILE=unconfined)"));
+}
+
+TEST(DoctorSeccomp, KernelWithoutSeccompFails) {
+  Check c = SeccompCheck(SeccompKernel{-1, EINVAL, std::nullopt}, "default", SeccompSummary{});
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("EINVAL"));
+  EXPECT_THAT(c.fixes[0], HasSubstr("CONFIG_SECCOMP_FILTER"));
+}
+
+TEST(DoctorSeccomp, MissingActionsFail) {
+  SeccompKernel k;
+  k.actions_avail = "kill_thread trap errno allow";
+  Check c = SeccompCheck(k, "default", SeccompSummary{});
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("lack the action(s) kill_process"));
+  k.actions_avail.reset();
+  EXPECT_EQ(SeccompCheck(k, "default", SeccompSummary{}).status, Status::kFail);
+}
+
+TEST(DoctorSeccomp, ProfileThatDoesNotLoadFails) {
+  Check c = SeccompCheck(GoodKernel(), "/etc/p.json",
+                         MakeError(ErrorCode::kInvalidArgument, "syscalls[3]: bad action"));
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("the profile /etc/p.json does not load: syscalls[3]"));
+}
+
+TEST(DoctorSeccomp, AlreadyFilteredProcessIsNoted) {
+  SeccompKernel k = GoodKernel();
+  k.mode = 2;
+  Check c = SeccompCheck(k, "default", SeccompSummary{420, 2});
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_THAT(c.detail, HasSubstr("2 syscall names skipped"));
+  EXPECT_THAT(c.detail, HasSubstr("runs under a seccomp filter already"));
+}
+
+// ---------------------------------------------------------------------------------- rootfs
+
+TEST(DoctorRootfs, MissingRootfsFailsWithTheBuildFix) {
+  Check c = RootfsMissing("/nope", MakeError(ErrorCode::kNotFound, "rootfs /nope: ENOENT"));
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_EQ(c.detail, "rootfs /nope: ENOENT");
+  EXPECT_THAT(c.fixes, ElementsAre(HasSubstr("tools/build-rootfs"), HasSubstr("MCP_EXEC_ROOTFS")));
+}
+
+TEST(DoctorRootfs, SkippedSaysSo) {
+  Check c = RootfsSkipped("/r", "/usr/bin/python3");
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, StartsWith("skipped: needs the checks above"));
+}
+
+TEST(DoctorRootfs, SuccessfulRunListsTheVersions) {
+  sandbox::RunResult r;
+  r.stdout_data = "python 3.11.2\nnumpy 1.24.2\njinja2 3.1.2\n";
+  r.duration = std::chrono::milliseconds(400);
+  Check c = RootfsRun("/r", r);
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_EQ(c.detail,
+            "/r: python 3.11.2, numpy 1.24.2, jinja2 3.1.2 (imported in a sandbox in "
+            "400 ms)");
+}
+
+TEST(DoctorRootfs, FailedImportShowsTheStderrTail) {
+  sandbox::RunResult r;
+  r.exit_code = 1;
+  r.stderr_data =
+      "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\n"
+      "import pandas: ModuleNotFoundError: No module named 'pandas'\n";
+  Check c = RootfsRun("/r", r);
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("exit code 1"));
+  EXPECT_THAT(c.detail, HasSubstr("No module named 'pandas'"));
+  EXPECT_THAT(c.detail, Not(HasSubstr("line 2")));
+  EXPECT_THAT(c.fixes[0], HasSubstr("tools/build-rootfs"));
+}
+
+TEST(DoctorRootfs, OomAndTimeoutNameTheirLimits) {
+  sandbox::RunResult r;
+  r.exit_code = 137;
+  r.oom_killed = true;
+  EXPECT_THAT(RootfsRun("/r", r).fixes[0], HasSubstr("MCP_EXEC_MEMORY_MAX"));
+  r = sandbox::RunResult{};
+  r.exit_code = -1;
+  r.timed_out = true;
+  EXPECT_THAT(RootfsRun("/r", r).fixes[0], HasSubstr("MCP_EXEC_DEFAULT_TIMEOUT_S"));
+}
+
+TEST(DoctorRootfs, SetupErrorKeepsItsOwnFix) {
+  Check c = RootfsRun(
+      "/r", MakeError(ErrorCode::kUnavailable, "could not mount: EPERM. Fix: sysctl -w a=1"));
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.fixes, ElementsAre("sysctl -w a=1"));
+}
+
+TEST(DoctorFormatBytes, BinaryUnits) {
+  EXPECT_EQ(FormatBytes(256ull << 20), "256 MiB");
+  EXPECT_EQ(FormatBytes(1ull << 30), "1 GiB");
+  EXPECT_EQ(FormatBytes(1536ull << 10), "1536 KiB");
+  EXPECT_EQ(FormatBytes(100), "100 bytes");
+}
+
+// ------------------------------------------------------------------------- the host's facts
+
+// Runs everywhere: the kernel's answer is whatever it is, but it must be read.
+TEST(DoctorFacts, SeccompKernelIsRead) {
+  SeccompKernel k = ReadSeccompKernel();
+  if (k.mode < 0) {
+    EXPECT_NE(k.mode_errno, 0);
+  } else {
+    EXPECT_TRUE(k.mode == 0 || k.mode == 2) << k.mode;
+  }
+}
+
+}  // namespace
+}  // namespace mcpexec::cli::doctor
