@@ -210,8 +210,10 @@ Explained SplitFixes(const std::string& message) {
 Check UsernsCheck(const sandbox::UsernsFacts& facts, const UsernsProbe& probe) {
   Check c = NewCheck(kUsernsCheck);
   if (probe.failed == UsernsProbe::Step::kNone) {
-    c.detail = "new user, mount, pid and net namespaces work, and so does a mount in them (" +
-               SysctlSummary(facts) + ")";
+    c.detail =
+        "new user, mount, pid and net namespaces work, and so do a mount and a fresh "
+        "/proc in them (" +
+        SysctlSummary(facts) + ")";
     if (!facts.root && facts.apparmor_restrict && *facts.apparmor_restrict == 1) {
       c.detail += "; AppArmor restricts unprivileged user namespaces, but not for this process";
     }
@@ -230,6 +232,28 @@ Check UsernsCheck(const sandbox::UsernsFacts& facts, const UsernsProbe& probe) {
     case UsernsProbe::Step::kMount:
       c.detail = "a new user namespace was created, but a mount inside it failed with " +
                  ErrnoText(probe.err);
+      break;
+    case UsernsProbe::Step::kProcMount:
+      c.detail =
+          "a fresh /proc cannot be mounted in new user and pid namespaces: mount(proc) "
+          "failed with " +
+          ErrnoText(probe.err);
+      if (probe.err == EPERM && !probe.proc_overmounts.empty()) {
+        // mount_too_revealing() in fs/namespace.c: a new procfs in a user namespace needs
+        // the current one fully visible.
+        c.detail +=
+            ": the kernel allows that only while no part of /proc is hidden, and "
+            "mounts cover " +
+            Join(probe.proc_overmounts, ", ");
+        c.fixes = {
+            "under systemd, turn off ProtectKernelTunables=, ProtectKernelLogs=, "
+            "ProtectProc= and ProcSubset= for mcp-exec (packaging/systemd/"
+            "mcp-exec.service leaves them off)",
+            "in a container, run mcp-exec on the host, or unmask the container's /proc "
+            "(docker --security-opt systempaths=unconfined, podman --security-opt "
+            "unmask=ALL)"};
+        return c;
+      }
       break;
     case UsernsProbe::Step::kNone:
       break;

@@ -52,12 +52,17 @@ struct Explained {
 };
 Explained SplitFixes(const std::string& message);
 
-// The probe of user namespaces: a child unshares them as mcp-exec's sandboxes do, then makes
-// a mount in them (which AppArmor's restriction of unprivileged user namespaces refuses).
+// The probe of user namespaces: a child unshares them as mcp-exec's sandboxes do, makes a
+// mount in them (which AppArmor's restriction of unprivileged user namespaces refuses), and
+// its child in the new pid namespace mounts a fresh /proc (which the kernel refuses while parts
+// of the current /proc are mounted over: systemd's ProtectKernelTunables=, container masks).
 struct UsernsProbe {
-  enum class Step { kNone, kFork, kUnshare, kMount };
+  enum class Step { kNone, kFork, kUnshare, kMount, kProcMount };
   Step failed = Step::kNone;  // kNone: the probe worked
   int err = 0;
+  // Mount points under /proc (from /proc/self/mountinfo, binfmt_misc left out): what hides
+  // parts of /proc when kProcMount fails.
+  std::vector<std::string> proc_overmounts;
 };
 
 // Check 1. The probe decides; the sysctls explain a failure and give its fix (setup_error's

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <iostream>
+#include <sstream>
 
 #include "base/sys.h"
 #include "exec/exec.h"
@@ -27,6 +28,56 @@ struct ProbeReport {
   int32_t step;
   int32_t err;
 };
+
+// Mount points below /proc. binfmt_misc is left out: it sits on a permanently empty
+// directory, which the kernel does not count as hiding anything.
+std::vector<std::string> ProcOvermounts() {
+  std::vector<std::string> points;
+  auto mountinfo = ReadFile("/proc/self/mountinfo");
+  if (!mountinfo.ok()) return points;
+  std::istringstream in(*mountinfo);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    fields >> id >> parent >> devno >> root >> point;
+    if (point.starts_with("/proc/") && point != "/proc/sys/fs/binfmt_misc") {
+      points.push_back(point);
+    }
+  }
+  return points;
+}
+
+// The probe's child: the steps a sandbox's start takes that a host can refuse. Reports the
+// first failure, or success, on `report_fd` and exits; only async-signal-safe calls.
+[[noreturn]] void ProbeChild(int report_fd) {
+  using Step = doctor::UsernsProbe::Step;
+  auto finish = [report_fd](Step step, int err) {
+    const ProbeReport report{static_cast<int32_t>(step), err};
+    (void)!write(report_fd, &report, sizeof report);
+    _exit(0);
+  };
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) != 0) {
+    finish(Step::kUnshare, errno);
+  }
+  // What the sandbox does first in its mount namespace; AppArmor's restriction of
+  // unprivileged user namespaces lets unshare succeed and refuses this.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    finish(Step::kMount, errno);
+  }
+  // A procfs belongs to the pid namespace of the process that mounts it: only a child is in
+  // the new one.
+  const pid_t child = fork();
+  if (child < 0) finish(Step::kFork, errno);
+  if (child == 0) {
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      finish(Step::kProcMount, errno);
+    }
+    finish(Step::kNone, 0);
+  }
+  while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  _exit(0);
+}
 
 Check SeccompCheckFor(const config::Config& config) {
   if (config.seccomp_profile == sandbox::kSeccompUnconfined) {
@@ -80,22 +131,21 @@ CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& options) {
 
 doctor::UsernsProbe ProbeUserNamespaces() {
   using Step = doctor::UsernsProbe::Step;
+  doctor::UsernsProbe probe;
+  probe.proc_overmounts = ProcOvermounts();
   auto pipe = MakePipe();
-  if (!pipe.ok()) return {Step::kFork, pipe.error().sys_errno};
-  const pid_t pid = fork();
-  if (pid < 0) return {Step::kFork, errno};
-  if (pid == 0) {
-    ProbeReport report{static_cast<int32_t>(Step::kNone), 0};
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) != 0) {
-      report = {static_cast<int32_t>(Step::kUnshare), errno};
-    } else if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-      // What the sandbox does first in its mount namespace; AppArmor's restriction of
-      // unprivileged user namespaces lets unshare succeed and refuses this.
-      report = {static_cast<int32_t>(Step::kMount), errno};
-    }
-    (void)!write(pipe->write.Get(), &report, sizeof report);
-    _exit(0);
+  if (!pipe.ok()) {
+    probe.failed = Step::kFork;
+    probe.err = pipe.error().sys_errno;
+    return probe;
   }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    probe.failed = Step::kFork;
+    probe.err = errno;
+    return probe;
+  }
+  if (pid == 0) ProbeChild(pipe->write.Get());
   pipe->write.Reset();
   ProbeReport report{static_cast<int32_t>(Step::kFork), EPIPE};
   ssize_t n;
@@ -104,8 +154,10 @@ doctor::UsernsProbe ProbeUserNamespaces() {
   } while (n < 0 && errno == EINTR);
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
-  if (n != static_cast<ssize_t>(sizeof report)) return {Step::kFork, EPIPE};
-  return {static_cast<Step>(report.step), report.err};
+  if (n != static_cast<ssize_t>(sizeof report)) report = {static_cast<int32_t>(Step::kFork), EPIPE};
+  probe.failed = static_cast<Step>(report.step);
+  probe.err = report.err;
+  return probe;
 }
 
 doctor::SeccompKernel ReadSeccompKernel() {

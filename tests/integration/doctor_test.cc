@@ -185,5 +185,23 @@ TEST(DoctorUserNamespacesDisabled, FailsNamingTheSysctlAndSkipsTheRootfsRun) {
   EXPECT_THAT(r.out, HasSubstr("FAIL rootfs: skipped: needs the checks above"));
 }
 
+// Caller mode only: what systemd's ProtectKernelTunables= does, a mount over /proc/sys, made
+// in a throwaway user and mount namespace. The kernel then refuses the sandbox a fresh /proc.
+TEST(DoctorProcOvermounted, FailsNamingTheMountAndTheSystemdOptions) {
+  const SandboxRunner runner(RunMode::kCaller);
+  ASSERT_EQ(runner.Problem(), "");
+  const Outcome r = runner.RunCommand(
+      {"/usr/bin/unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c",
+       "mount --bind /proc/sys /proc/sys && exec \"$0\" doctor --rootfs \"$1\"", runner.Binary(),
+       runner.Rootfs()},
+      WithEnv({"MCP_EXEC_LIMITS=rlimit"}));
+  EXPECT_EQ(r.exit_status, 1) << r.Describe();
+  EXPECT_TRUE(HasOneLinePerCheck(r));
+  const std::string userns = Block(r.out, "user namespaces");
+  EXPECT_THAT(userns, StartsWith("FAIL user namespaces: a fresh /proc cannot be mounted"));
+  EXPECT_THAT(userns, HasSubstr("mounts cover /proc/sys"));
+  EXPECT_THAT(userns, HasSubstr("     fix: under systemd, turn off ProtectKernelTunables="));
+}
+
 }  // namespace
 }  // namespace mcpexec::testing

@@ -150,6 +150,26 @@ TEST(DoctorUserns, UbuntuAppArmorRestrictionFailsAtTheMountWithProfileOrSysctlFi
   EXPECT_THAT(c.fixes[0], HasSubstr("kernel.apparmor_restrict_unprivileged_userns=0"));
 }
 
+TEST(DoctorUserns, HiddenProcFailsNamingTheMountsAndTheSystemdOptions) {
+  UsernsProbe p = Failed(UsernsProbe::Step::kProcMount, EPERM);
+  p.proc_overmounts = {"/proc/sys", "/proc/kmsg"};
+  Check c = UsernsCheck(Facts(15000, 1, std::nullopt), p);
+  EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("a fresh /proc cannot be mounted"));
+  EXPECT_THAT(c.detail, HasSubstr("mounts cover /proc/sys, /proc/kmsg"));
+  ASSERT_EQ(c.fixes.size(), 2u);
+  EXPECT_THAT(c.fixes[0], HasSubstr("ProtectKernelTunables="));
+  EXPECT_THAT(c.fixes[1], HasSubstr("systempaths=unconfined"));
+}
+
+TEST(DoctorUserns, ProcMountFailureWithoutOvermountsFallsBackToTheUsernsHint) {
+  Check c =
+      UsernsCheck(Facts(15000, std::nullopt, 1), Failed(UsernsProbe::Step::kProcMount, EPERM));
+  EXPECT_EQ(c.status, Status::kFail);
+  ASSERT_EQ(c.fixes.size(), 1u);
+  EXPECT_THAT(c.fixes[0], HasSubstr("AppArmor profile"));
+}
+
 TEST(DoctorUserns, AppArmorRestrictionThatDoesNotApplyIsOkWithANote) {
   Check c = UsernsCheck(Facts(15000, std::nullopt, 1), UsernsProbe{});
   EXPECT_EQ(c.status, Status::kOk);
