@@ -1,0 +1,135 @@
+// Information leaks (catalogue LEAK-01 to LEAK-03): the supervisor's environment and command
+// line, the host's paths, devices, network and cgroup layout.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <thread>
+
+#include "adversarial_test.h"
+#include "host_fixtures.h"
+
+namespace mcpexec::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST_P(Adversarial, LEAK_01_SupervisorEnvironmentIsNotInherited) {
+  const std::string token = RandomToken();
+  const json names = {"MCP_EXEC_AUTH_TOKEN", "HOST_SECRET", "AWS_SECRET_ACCESS_KEY"};
+  const LaunchOptions options = WithEnv(
+      {"MCP_EXEC_AUTH_TOKEN=" + token, "HOST_SECRET=" + token, "AWS_SECRET_ACCESS_KEY=" + token});
+  json o = Contained("leak01_environment", {{"names", names}}, {}, options);
+  EXPECT_EQ(o["environment"],
+            json({"HOME", "LANG", "MPLBACKEND", "PATH", "PYTHONDONTWRITEBYTECODE"}));
+  EXPECT_EQ(o["/proc/1/environ"], json("EACCES"));  // init is not dumpable
+  EXPECT_EQ(o["/proc/self/environ"], json("ok"));
+}
+
+// The body of a Streamable HTTP reply: JSON, or the data of an SSE stream's message.
+json ReplyJson(const HttpReply& reply) {
+  std::string body = reply.body;
+  if (const size_t data = body.find("data: "); data != std::string::npos) {
+    body = body.substr(data + 6, body.find('\n', data) - data - 6);
+  }
+  return json::parse(body, nullptr, false);
+}
+
+// The HTTP deployment of the README: `mcp-exec serve` with a token on its command line. The
+// sandbox's init is a fork of the server, so /proc/1/cmdline is the server's argv.
+TEST_P(Adversarial, DISABLED_LEAK_01_ServeAuthTokenIsInvisibleToPrograms) {
+  const std::string token = RandomToken();
+  const int port = FreeLoopbackPort();
+  BackgroundRun server = runner_.StartCommand(
+      {runner_.Binary(), "serve", "--transport", "http", "--addr",
+       "127.0.0.1:" + std::to_string(port), "--auth-token", token, "--rootfs", runner_.Rootfs()});
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = HttpGet(port, "/healthz").status == 200;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << "the server did not come up:" << [&] {
+    kill(server.Pid(), SIGKILL);
+    return server.Wait().Describe();
+  }();
+  const std::vector<std::string> auth = {"Authorization: Bearer " + token};
+  const HttpReply init =
+      HttpPost(port, "/mcp",
+               json({{"jsonrpc", "2.0"},
+                     {"id", 1},
+                     {"method", "initialize"},
+                     {"params",
+                      {{"protocolVersion", "2025-06-18"},
+                       {"capabilities", json::object()},
+                       {"clientInfo", {{"name", "adversarial"}, {"version", "1"}}}}}})
+                   .dump(),
+               auth);
+  ASSERT_EQ(init.status, 200) << init.headers << init.body;
+  std::vector<std::string> session = auth;
+  session.push_back("Mcp-Session-Id: " + HeaderValue(init.headers, "Mcp-Session-Id"));
+  session.push_back("MCP-Protocol-Version: 2025-06-18");
+  HttpPost(port, "/mcp", json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).dump(),
+           session);
+  std::string problem;
+  const std::string code = ProbeSource("leak01_serve_token", &problem);
+  ASSERT_FALSE(code.empty()) << problem;
+  const HttpReply call = HttpPost(
+      port, "/mcp",
+      json({{"jsonrpc", "2.0"},
+            {"id", 2},
+            {"method", "tools/call"},
+            {"params",
+             {{"name", "exec"},
+              {"arguments", {{"code", code}, {"stdin", json({{"token", token}}).dump()}}}}}})
+          .dump(),
+      session);
+  kill(server.Pid(), SIGTERM);
+  const Outcome stopped = server.Wait();
+  ASSERT_EQ(call.status, 200) << call.headers << call.body << stopped.Describe();
+  const json result = ReplyJson(call);
+  ASSERT_TRUE(result.is_object() && result.contains("result")) << call.body;
+  const json structured = result["result"].value("structuredContent", json::object());
+  const json report = json::parse(structured.value("stdout", ""), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << call.body;
+  EXPECT_EQ(report["escaped"], json::array()) << report.dump(1);
+}
+
+TEST_P(Adversarial, DISABLED_LEAK_02_InitCommandLineNamesNoHostPath) {
+  json o = Contained("leak02_host_paths", {{"host_paths", {runner_.Binary(), runner_.Rootfs()}}});
+  EXPECT_FALSE(o["host paths named"].contains("/proc/1/cmdline")) << o["init cmdline"];
+  EXPECT_THAT(o["init cmdline"].get<std::string>(), Not(HasSubstr(runner_.Binary())));
+}
+
+TEST_P(Adversarial, DISABLED_LEAK_02_MountTableNamesNoHostPath) {
+  json o = Contained("leak02_host_paths", {{"host_paths", {runner_.Binary(), runner_.Rootfs()}}});
+  EXPECT_FALSE(o["host paths named"].contains("/proc/self/mountinfo")) << o["mount roots"];
+  EXPECT_FALSE(o["host paths named"].contains("/proc/self/mounts"));
+}
+
+TEST_P(Adversarial, LEAK_02_NoHostDevicesOrNetworkInSysAndProcNet) {
+  HostTcpListener listener(AF_INET);  // so that the host has a TCP socket to leak
+  ASSERT_TRUE(listener.Valid());
+  const std::vector<std::string> interfaces = HostInterfaces();
+  ASSERT_GT(interfaces.size(), 1u) << "a host with only lo cannot show a leak";
+  json o = Contained("leak02_sysfs_net", {{"host_interfaces", interfaces}});
+  EXPECT_EQ(o["/sys"], json::array());
+  ExpectEach(o, {"/sys/class/net", "/sys/block", "/sys/devices", "/sys/firmware"}, "ENOENT");
+  EXPECT_EQ(o["/proc/net/dev"], json({"lo"}));
+  ExpectEach(o, {"/proc/net/tcp", "/proc/net/tcp6", "/proc/net/udp", "/proc/net/unix"}, 0);
+}
+
+TEST_P(Adversarial, DISABLED_LEAK_03_CgroupPathsAreRootAndNothingIsWritable) {
+  json o = Contained("leak03_cgroup_procs");
+  EXPECT_EQ(o["/proc/self/cgroup"], json({"/"}));
+  ExpectEach(o,
+             {"write /sys/fs/cgroup/cgroup.procs", "write /sys/fs/cgroup/../cgroup.procs",
+              "write /sys/fs/cgroup/memory/cgroup.procs", "write /sys/fs/cgroup/pids/cgroup.procs",
+              "write /sys/fs/cgroup/unified/cgroup.procs"},
+             "ENOENT");
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
