@@ -153,8 +153,17 @@ Result<std::shared_ptr<LimitsBackend>> OpenCgroup2(const BackendOptions& options
   std::string base;
   if (!options.cgroup.empty()) {
     base = options.cgroup;
-    MCPEXEC_RETURN_IF_ERROR(
-        RequireControllers(base, "delegate them to MCP_EXEC_CGROUP's parent"));
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    if (access(base.c_str(), F_OK) != 0) {
+      // Created in a delegated parent, which then must hold no processes of its own.
+      const std::string parent = base.substr(0, base.rfind('/'));
+      MCPEXEC_RETURN_IF_ERROR(RequireControllers(parent, kDelegateFix));
+      MCPEXEC_RETURN_IF_ERROR(EnableControllers(parent));
+      if (mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Errno(ErrorCode::kPermissionDenied, "mkdir(" + base + ") for MCP_EXEC_CGROUP");
+      }
+    }
+    MCPEXEC_RETURN_IF_ERROR(RequireControllers(base, kDelegateFix));
   } else {
     MCPEXEC_ASSIGN_OR_RETURN(std::string own, OwnCgroup2Path());
     const std::string own_dir = CgroupDir(*mount, own);
@@ -179,6 +188,11 @@ Result<std::shared_ptr<LimitsBackend>> OpenCgroup2(const BackendOptions& options
       base = own_dir;
       MCPEXEC_RETURN_IF_ERROR(MoveSelfInto(base + "/supervisor"));
     }
+  }
+  if (access(base.c_str(), W_OK) != 0) {
+    return Errno(ErrorCode::kPermissionDenied, "access(" + base + ", W_OK)")
+        .WithContext(std::string("cannot create run cgroups in ") + base + " (" + kDelegateFix +
+                     ")");
   }
   MCPEXEC_RETURN_IF_ERROR(EnableControllers(base));
   // memory.swap.max is missing when swap accounting is off; that is only acceptable when the

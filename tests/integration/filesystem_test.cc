@@ -200,6 +200,24 @@ print(json.dumps({"errno": result, "written": written}))
   EXPECT_LE(j["written"].get<long>(), 1 << 20);
 }
 
+TEST_P(FilesystemTest, TheCallersUmaskDoesNotReachTheSandbox) {
+  const Outcome r = runner_.RunCommand(
+      {"/bin/sh", "-c",
+       "umask 077 && exec \"$1\" run --rootfs \"$2\" --code \"$3\"", "sh", runner_.Binary(),
+       runner_.Rootfs(),
+       "import os, json\n"
+       "open('made', 'w').close()\n"
+       "print(json.dumps({'umask': os.umask(0), 'main': os.stat('main.py').st_mode & 0o777,\n"
+       "                  'made': os.stat('made').st_mode & 0o777,\n"
+       "                  'workspace': os.stat('/tmp').st_mode & 0o777}))"});
+  ASSERT_TRUE(IsRunResult(r)) << r.Describe();
+  const json p = r.ProgramJson();
+  EXPECT_EQ(p["umask"], 022) << r.Describe();
+  EXPECT_EQ(p["main"], 0644) << r.Describe();
+  EXPECT_EQ(p["made"], 0644) << r.Describe();
+  EXPECT_EQ(p["workspace"], 0755) << r.Describe();
+}
+
 MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(FilesystemTest);
 
 }  // namespace

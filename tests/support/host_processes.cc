@@ -1,13 +1,12 @@
 #include "host_processes.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -28,9 +27,22 @@ bool HasArgument(const std::string& cmdline, const std::string& marker) {
   return false;
 }
 
+// A /proc file's content; empty when the process exited before or while it was read (an
+// ifstream throws for ESRCH in the middle of a read).
+std::string ReadProc(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string content;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) content.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return n < 0 ? std::string() : content;
+}
+
 // The first number of a /proc/PID/status field ("Uid:", "PPid:"); -1 when the process is gone.
 long StatusField(const std::string& pid, const std::string& field) {
-  std::ifstream status("/proc/" + pid + "/status");
+  std::istringstream status(ReadProc("/proc/" + pid + "/status"));
   std::string line;
   while (std::getline(status, line)) {
     if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
@@ -61,8 +73,7 @@ std::string NewMarker(const std::string& topic) {
 std::vector<HostProcess> FindProcesses(const std::string& marker) {
   std::vector<HostProcess> found;
   for (const std::string& pid : AllPids()) {
-    std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    const std::string cmdline = ReadProc("/proc/" + pid + "/cmdline");
     if (!HasArgument(cmdline, marker)) continue;
     const long uid = StatusField(pid, "Uid:");
     if (uid < 0) continue;  // exited between the two reads
@@ -102,8 +113,7 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
 bool WaitForExit(pid_t pid, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const std::string stat = ReadProc("/proc/" + std::to_string(pid) + "/stat");
     const auto paren = stat.rfind(')');
     const bool exited = stat.empty() || paren == std::string::npos ||
                         stat.compare(paren + 1, 3, " Z ") == 0 ||

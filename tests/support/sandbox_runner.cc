@@ -251,15 +251,21 @@ std::string Outcome::Describe() const {
 
 // ---------------------------------------------------------------------------- BackgroundRun
 
-BackgroundRun::BackgroundRun(pid_t pid, int out_fd, int err_fd, int pty_fd,
+BackgroundRun::BackgroundRun(pid_t pid, int out_fd, int err_fd, int pty_fd, int stdin_fd,
                              std::chrono::steady_clock::time_point start)
-    : pid_(pid), out_fd_(out_fd), err_fd_(err_fd), pty_fd_(pty_fd), start_(start) {}
+    : pid_(pid),
+      out_fd_(out_fd),
+      err_fd_(err_fd),
+      pty_fd_(pty_fd),
+      stdin_fd_(stdin_fd),
+      start_(start) {}
 
 BackgroundRun::BackgroundRun(BackgroundRun&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       out_fd_(std::exchange(other.out_fd_, -1)),
       err_fd_(std::exchange(other.err_fd_, -1)),
       pty_fd_(std::exchange(other.pty_fd_, -1)),
+      stdin_fd_(std::exchange(other.stdin_fd_, -1)),
       start_(other.start_) {}
 
 BackgroundRun::~BackgroundRun() {
@@ -287,7 +293,7 @@ Outcome BackgroundRun::Wait() {
   if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
   outcome.out = ReadAllFrom(out_fd_);
   outcome.err = ReadAllFrom(err_fd_);
-  for (int* fd : {&out_fd_, &err_fd_, &pty_fd_}) {
+  for (int* fd : {&out_fd_, &err_fd_, &pty_fd_, &stdin_fd_}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }
@@ -456,7 +462,17 @@ std::vector<std::string> SandboxRunner::RunArgv(const std::vector<std::string>& 
 BackgroundRun SandboxRunner::StartCommand(const std::vector<std::string>& argv,
                                           const LaunchOptions& options) const {
   int in_fd;
-  if (options.input.empty()) {
+  int stdin_writer = -1;
+  if (options.hold_stdin_open) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0 ||
+        write(fds[1], options.input.data(), options.input.size()) !=
+            static_cast<ssize_t>(options.input.size())) {
+      std::abort();  // the input must fit in the pipe (64 KiB)
+    }
+    in_fd = fds[0];
+    stdin_writer = fds[1];
+  } else if (options.input.empty()) {
     in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   } else {
     in_fd = MakeMemfd("stdin");
@@ -484,7 +500,7 @@ BackgroundRun SandboxRunner::StartCommand(const std::vector<std::string>& argv,
   const pid_t pid = Spawn(argv, options, id, in_fd, out_fd, err_fd, pty_slave);
   close(in_fd);
   // The pty master stays open until the run ends: closing it would hang up the session.
-  return BackgroundRun(pid, out_fd, err_fd, pty_fd, start);
+  return BackgroundRun(pid, out_fd, err_fd, pty_fd, stdin_writer, start);
 }
 
 Outcome SandboxRunner::RunCommand(const std::vector<std::string>& argv,

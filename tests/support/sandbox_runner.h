@@ -36,6 +36,9 @@ struct LaunchOptions {
   std::vector<std::string> env;
   // Start it as the leader of a new session whose controlling terminal is a fresh pty.
   bool controlling_tty = false;
+  // Give `input` through a pipe that stays open until the process ends (a client that keeps
+  // its connection), instead of a file that ends.
+  bool hold_stdin_open = false;
   // Leave an extra descriptor (fd 9, /dev/null, not close-on-exec) open across its execve.
   bool leak_fd = false;
 };
@@ -89,11 +92,11 @@ class BackgroundRun {
 
  private:
   friend class SandboxRunner;
-  BackgroundRun(pid_t pid, int out_fd, int err_fd, int pty_fd,
+  BackgroundRun(pid_t pid, int out_fd, int err_fd, int pty_fd, int stdin_fd,
                 std::chrono::steady_clock::time_point start);
 
   pid_t pid_ = -1;
-  int out_fd_ = -1, err_fd_ = -1, pty_fd_ = -1;
+  int out_fd_ = -1, err_fd_ = -1, pty_fd_ = -1, stdin_fd_ = -1;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -278,6 +278,8 @@ void ReceiveProgram(const PlanView& plan) noexcept {
 void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept {
   SetupFds(fds);
   ResetSignals();
+  // The modes of the workspace and its files are the sandbox's, not the caller's umask's.
+  umask(022);
   WaitForParent();
   // Ids first: files the set-up creates (the /dev nodes' mount points) must belong to a mapped
   // uid, and leaving a host uid that is not the namespace's root keeps the capabilities.
