@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../support/host_processes.h"
 #include "adversarial_test.h"
 #include "host_fixtures.h"
 
@@ -19,13 +20,19 @@ TEST_P(Adversarial, ADV_01_AllSevenNamespacesAreNew) {
   EXPECT_EQ(o["shared with the host"], json({"time"}));
 }
 
+// The program's uid, as the host sees it, is the unprivileged one of this mode, never 0.
 TEST_P(Adversarial, ADV_02_RootIsUnreachable) {
-  json o = Contained("adv02_setuid_root");
+  const std::string marker = NewMarker("uid");
+  BackgroundRun run = StartProbe("adv02_setuid_root", {{"marker", marker}, {"seconds", 1}});
+  const std::vector<HostProcess> seen = WaitForProcesses(marker, 1, std::chrono::seconds(3));
+  json o = ContainedReport(run.Wait());
+  ASSERT_EQ(seen.size(), 1u) << "the marked process never appeared on the host";
+  EXPECT_EQ(seen[0].uid, runner_.ExpectedHostUid());
+  EXPECT_NE(seen[0].uid, 0u);
   const std::string host_uid = std::to_string(runner_.ExpectedHostUid());
   const std::string host_gid = std::to_string(ExpectedHostGid());
   EXPECT_EQ(o["uid_map"], json({"65532", host_uid, "1"}));
   EXPECT_EQ(o["gid_map"], json({"65532", host_gid, "1"}));
-  EXPECT_NE(host_uid, "0");
   // Ids that the user namespace does not map do not exist: EINVAL, before any privilege check.
   ExpectEach(o, {"setuid(0)", "setresuid(0, 0, 0)", "setgid(0)", "seteuid(65534)"}, "EINVAL");
   ExpectEach(o, {"setgroups([0])", "write /proc/self/uid_map"}, "EPERM");

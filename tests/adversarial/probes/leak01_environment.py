@@ -6,7 +6,8 @@
 allowed = {"PATH", "HOME", "LANG", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE"}
 observe("environment", sorted(os.environ))
 for key in os.environ:
-    if key not in allowed:
+    # PWD naming the cwd is set by the sandbox's own chdir (bwrap does), and holds nothing of the host.
+    if key not in allowed and not (key == "PWD" and os.environ[key] == os.getcwd()):
         escaped("inherited " + key)
 for pid in sorted(p for p in os.listdir("/proc") if p.isdigit()) + ["self"]:
     try:
