@@ -6,6 +6,7 @@
 #include "cli/doctor_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
+#include "sandbox/sealed_self.h"
 
 #ifndef MCPEXEC_VERSION
 #error "MCPEXEC_VERSION must be defined by the build"
@@ -14,7 +15,8 @@
 #error "MCPEXEC_DEFAULT_ROOTFS must be defined by the build"
 #endif
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv, char** envp) {
+  mcpexec::sandbox::ReexecFromSealedCopyIfWritable(argv, envp);
   CLI::App app{"mcp-exec: run Python code in a fresh, rootless Linux-namespace sandbox"};
   app.set_version_flag("--version", std::string("mcp-exec ") + MCPEXEC_VERSION);
   app.require_subcommand(1);
