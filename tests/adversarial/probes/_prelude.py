@@ -130,11 +130,10 @@ def must_fail(label, result, also=()):
 
 def escalate():
     """What an attacker tries first: a nested user namespace (full capabilities inside it) with
-    its own mount and network namespaces. Returns True when it worked."""
+    its own mount and network namespaces. Returns True when it worked. Not an escape by itself
+    here (NS-01 counts that): the probe's own attacks that follow say what it bought."""
     result = observe("escalate: unshare(NEWUSER|NEWNS|NEWNET)",
                      call("unshare", CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET))
-    if result == "ok":
-        escaped("a nested user namespace with full capabilities")
     return result == "ok"
 
 
