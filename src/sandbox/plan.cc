@@ -6,10 +6,14 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
+
+#include "base/sys.h"
 
 namespace mcpexec::sandbox {
 namespace {
@@ -28,6 +32,10 @@ constexpr const char* kMaskedProcFiles[] = {"kcore",       "keys",        "laten
 constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi"};
 constexpr const char* kReadOnlyProcPaths[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
 constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom"};
+// Inodes a tmpfs of `bytes` may hold: one per KiB. Without a cap, empty files (which use no
+// blocks) would each cost kernel memory up to the kernel's default of half the RAM's pages.
+uint64_t TmpfsInodes(uint64_t bytes) { return std::max<uint64_t>(1024, bytes / 1024); }
+
 constexpr std::pair<const char*, const char*> kDevSymlinks[] = {{"/proc/self/fd", "fd"},
                                                                 {"/proc/self/fd/0", "stdin"},
                                                                 {"/proc/self/fd/1", "stdout"},
@@ -161,7 +169,9 @@ void AddDevOps(const std::string& dev, uint64_t shm_bytes, std::vector<MountOp>&
   }
   ops.push_back(Simple(MountOpKind::kMkdir, "", dev + "/shm", 01777, "create /dev/shm"));
   ops.push_back(Mount("tmpfs", dev + "/shm", "tmpfs", kDevFlags,
-                      "mode=1777,size=" + std::to_string(shm_bytes), "mount the /dev/shm tmpfs"));
+                      "mode=1777,size=" + std::to_string(shm_bytes) +
+                          ",nr_inodes=" + std::to_string(TmpfsInodes(shm_bytes)),
+                      "mount the /dev/shm tmpfs"));
   ops.push_back(Mount("", dev, "", kRoRemount | kDevFlags, "", "make /dev read-only"));
 }
 
@@ -209,6 +219,7 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
   AddDevOps(root + "/dev", spec.shm_bytes, ops);
   ops.push_back(Mount("tmpfs", root + kWorkspaceDir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                       "mode=0755,size=" + std::to_string(spec.workspace_bytes) +
+                          ",nr_inodes=" + std::to_string(TmpfsInodes(spec.workspace_bytes)) +
                           ",uid=" + std::to_string(spec.inside_uid) +
                           ",gid=" + std::to_string(spec.inside_gid),
                       "mount the workspace tmpfs on /tmp"));
@@ -266,6 +277,8 @@ void LaunchPlan::BuildView() {
   view_.rlimits = rlimits_.data();
   view_.rlimit_count = rlimits_.size();
   view_.seccomp = seccomp_ ? seccomp_->Program() : nullptr;
+  view_.supervisor_args = supervisor_args_;
+  view_.supervisor_args_len = supervisor_args_len_;
   view_.exec_path = exec_path_.c_str();
   view_.argv = argv_ptrs_.data();
   view_.envp = env_ptrs_.data();
@@ -303,6 +316,24 @@ std::string LaunchPlan::Describe() const {
 }
 
 namespace {
+
+// This process's argument area, from fields 48 and 49 of /proc/self/stat (arg_start, arg_end).
+// The command name (field 2) may hold spaces, so fields are counted after its last ')'.
+std::pair<char*, size_t> OwnArgumentArea() {
+  auto stat = ReadFile("/proc/self/stat");
+  if (!stat.ok()) return {nullptr, 0};
+  const size_t paren = stat->rfind(')');
+  if (paren == std::string::npos) return {nullptr, 0};
+  std::istringstream fields(stat->substr(paren + 2));
+  std::string field;
+  unsigned long long start = 0, end = 0;
+  for (int i = 3; i <= 49 && fields >> field; ++i) {
+    if (i == 48) start = std::strtoull(field.c_str(), nullptr, 10);
+    if (i == 49) end = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  if (start == 0 || end <= start) return {nullptr, 0};
+  return {reinterpret_cast<char*>(start), static_cast<size_t>(end - start)};
+}
 
 // A limit of at most `soft`/`hard`, never above what this process has: the program has no
 // capability to raise a hard limit.
@@ -355,6 +386,7 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
     plan->rlimits_.push_back(Lowered(r.resource, r.soft, r.hard));
   }
   plan->limits_ = std::move(limits);
+  std::tie(plan->supervisor_args_, plan->supervisor_args_len_) = OwnArgumentArea();
   if (spec.seccomp_profile.empty()) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "no seccomp profile configured: set MCP_EXEC_SECCOMP_PROFILE to a profile, "

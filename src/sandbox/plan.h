@@ -67,6 +67,8 @@ class LaunchPlan {
   cap_t empty_caps_ = nullptr;
   std::optional<SeccompFilter> seccomp_;
   std::shared_ptr<limits::LimitsBackend> limits_;
+  char* supervisor_args_ = nullptr;
+  size_t supervisor_args_len_ = 0;
   PlanView view_{};
 };
 

@@ -15,8 +15,10 @@
 namespace mcpexec::sandbox {
 namespace {
 
+// The cgroup namespace is made by the child once it is in its cgroups (RunSandboxInit), so
+// that its root is the run's cgroup on cgroup v1 too, where joining comes after clone.
 constexpr uint64_t kNamespaceFlags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                                     CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+                                     CLONE_NEWIPC | CLONE_NEWUTS;
 
 Result<void> WriteIdMaps(pid_t pid, const LaunchPlan& plan) {
   const std::string proc = "/proc/" + std::to_string(pid);

@@ -42,6 +42,7 @@ const char* FixedStepName(ChildStep step) {
     case ChildStep::kReceiveProgram: return "write the program to /tmp/main.py";
     case ChildStep::kStartProgram: return "start the program";
     case ChildStep::kSetsid: return "start a new session";
+    case ChildStep::kCgroupNamespace: return "enter a new cgroup namespace";
     case ChildStep::kRlimit: return "set a resource limit";
     case ChildStep::kSeccomp: return "load the seccomp filter";
     case ChildStep::kExec: return "execute the interpreter";

@@ -4,6 +4,7 @@
 #include <linux/sched.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/capability.h>
@@ -44,6 +45,17 @@ void Report(const ChildReport& report) noexcept {
   report.index = index;
   Report(report);
   _exit(kSetupFailedExit);
+}
+
+// The name init shows in /proc/1/cmdline instead of the supervisor's arguments.
+constexpr char kInitName[] = "mcp-exec-init";
+
+void HideSupervisorArgs(const PlanView& plan) noexcept {
+  if (plan.supervisor_args == nullptr || plan.supervisor_args_len == 0) return;
+  memset(plan.supervisor_args, 0, plan.supervisor_args_len);
+  if (plan.supervisor_args_len > sizeof kInitName) {
+    memcpy(plan.supervisor_args, kInitName, sizeof kInitName);
+  }
 }
 
 void SetupFds(const ChildFdSources& src) noexcept {
@@ -276,11 +288,15 @@ void ReceiveProgram(const PlanView& plan) noexcept {
 }  // namespace
 
 void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept {
+  HideSupervisorArgs(plan);
   SetupFds(fds);
   ResetSignals();
   // The modes of the workspace and its files are the sandbox's, not the caller's umask's.
   umask(022);
   WaitForParent();
+  // The parent has put this process in its cgroups before the go byte: they become the root
+  // of what the sandbox can see of cgroups.
+  if (unshare(CLONE_NEWCGROUP) != 0) Fail(ChildStep::kCgroupNamespace);
   // Ids first: files the set-up creates (the /dev nodes' mount points) must belong to a mapped
   // uid, and leaving a host uid that is not the namespace's root keeps the capabilities.
   SetIds(plan);

@@ -74,6 +74,12 @@ struct PlanView {
   const char* exec_path;
   const char* const* argv;
   const char* const* envp;
+
+  // The supervisor's argument strings (its /proc/PID/cmdline), which init, a clone of it,
+  // shares: init overwrites its copy so that the program cannot read the supervisor's command
+  // line (an --auth-token, host paths) from /proc/1/cmdline. nullptr: unknown.
+  char* supervisor_args;
+  size_t supervisor_args_len;
 };
 
 // What the child tells the parent on kFdReport. One record is one write(2) of this fixed size
@@ -103,6 +109,7 @@ enum class ChildStep : uint32_t {
   kRlimit,
   kSeccomp,
   kExec,
+  kCgroupNamespace,
 };
 
 struct ChildReport {
