@@ -66,7 +66,8 @@ json Adversarial::Contained(const std::string& name, const json& params,
 
 json Adversarial::ContainedReport(const Outcome& outcome) {
   EXPECT_TRUE(IsRunResult(outcome));
-  EXPECT_EQ(outcome.json.value("exit_code", -1), 0) << outcome.Describe();
+  EXPECT_EQ(outcome.json.is_object() ? outcome.json.value("exit_code", -1) : -1, 0)
+      << outcome.Describe();
   const json report = outcome.ProgramJson();
   if (!report.is_object() || !report.contains("observed") || !report["observed"].is_object()) {
     ADD_FAILURE() << "the probe printed no report:" << outcome.Describe();

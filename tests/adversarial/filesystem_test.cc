@@ -24,8 +24,7 @@ TEST_P(Adversarial, FS_01_RuntimeBinaryCannotBeOpenedForWriting) {
   json o = Contained("fs01_runtime_binary");
   // The program's own binary: the read-only rootfs.
   EXPECT_EQ(o["write /proc/self/exe"], json("EROFS"));
-  EXPECT_THAT(o["readlink /proc/self/exe"].get<std::string>(),
-              ::testing::StartsWith("/usr/bin/python3"));
+  EXPECT_THAT(o.value("readlink /proc/self/exe", ""), ::testing::StartsWith("/usr/bin/python3"));
   // PID 1 is mcp-exec's init: not dumpable, so its exe link is closed to the program.
   ExpectEach(
       o,
@@ -73,10 +72,11 @@ TEST_P(Adversarial, FS_03_HostSecretsAreNowhere) {
                                                               "secret " + token + "\n");
   ASSERT_GE(secrets.Paths().size(), 3u) << "could not plant the secrets";
 
-  json o = Contained("fs03_host_secrets", {{"token", token}});
+  // The walk reads every small file outside /usr: give a slow (emulated) machine time.
+  json o = Contained("fs03_host_secrets", {{"token", token}}, {"--timeout", "120"});
   EXPECT_EQ(o["found"], json::array());
-  EXPECT_GT(o["entries walked"].get<int>(), 1000) << "the walk did not cover the tree";
-  EXPECT_GT(o["files read"].get<int>(), 50);
+  EXPECT_GT(o.value("entries walked", 0), 1000) << "the walk did not cover the tree";
+  EXPECT_GT(o.value("files read", 0), 50);
   unlink(shared.c_str());
 }
 

@@ -100,7 +100,7 @@ TEST_P(Adversarial, DISABLED_LEAK_01_ServeAuthTokenIsInvisibleToPrograms) {
 TEST_P(Adversarial, DISABLED_LEAK_02_InitCommandLineNamesNoHostPath) {
   json o = Contained("leak02_host_paths", {{"host_paths", {runner_.Binary(), runner_.Rootfs()}}});
   EXPECT_FALSE(o["host paths named"].contains("/proc/1/cmdline")) << o["init cmdline"];
-  EXPECT_THAT(o["init cmdline"].get<std::string>(), Not(HasSubstr(runner_.Binary())));
+  EXPECT_THAT(o.value("init cmdline", ""), Not(HasSubstr(runner_.Binary())));
 }
 
 TEST_P(Adversarial, DISABLED_LEAK_02_MountTableNamesNoHostPath) {
