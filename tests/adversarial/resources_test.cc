@@ -44,7 +44,7 @@ TEST_P(Adversarial, RES_06_WorkspaceIsSizeCapped) {
 
 // Empty files cost no blocks: without nr_inodes= a size-capped tmpfs still takes millions of
 // them, each pinning kernel memory outside the workspace's size.
-TEST_P(Adversarial, DISABLED_RES_06_WorkspaceInodesAreCapped) {
+TEST_P(Adversarial, RES_06_WorkspaceInodesAreCapped) {
   json o = Contained("res06_inodes", {{"cap", 131072}}, {"--timeout", "60"});
   for (const char* top : {"/tmp", "/dev/shm"}) {
     EXPECT_LE(o.value(std::string(top) + " inodes", -1L), 131072) << top;
