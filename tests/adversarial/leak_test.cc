@@ -106,13 +106,6 @@ TEST_P(Adversarial, LEAK_02_InitCommandLineNamesNoHostPath) {
   EXPECT_THAT(init, Not(HasSubstr("--"))) << "the supervisor's flags are visible";
 }
 
-// The root field of the rootfs's bind mount is its path on the host.
-TEST_P(Adversarial, DISABLED_LEAK_02_MountTableNamesNoHostPath) {
-  json o = Contained("leak02_host_paths", {{"host_paths", {runner_.Binary(), runner_.Rootfs()}},
-                                           {"look_in", {"mounts"}}});
-  EXPECT_EQ(o["host paths named"], json::object()) << o["mount roots"];
-}
-
 TEST_P(Adversarial, LEAK_02_NoHostDevicesOrNetworkInSysAndProcNet) {
   HostTcpListener listener(AF_INET);  // so that the host has a TCP socket to leak
   ASSERT_TRUE(listener.Valid());
