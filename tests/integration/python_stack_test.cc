@@ -1,5 +1,6 @@
 // The rootfs's Python packages work inside the sandbox (read-only rootfs, no network,
-// HOME=/tmp, MPLBACKEND=Agg).
+// HOME=/tmp, MPLBACKEND=Agg), and so do the standard library's concurrency modules under the
+// default seccomp profile (clone3 is ENOSYS there, so every one of them falls back to clone).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -62,6 +63,58 @@ print(json.dumps({
   EXPECT_EQ(j["format"], "PNG");
   EXPECT_EQ(j["size"], json({4, 3}));
   EXPECT_EQ(j["pixel"], json({255, 0, 0}));
+}
+
+TEST_P(PythonStackTest, ProcessesThreadsSubprocessAndAsyncioWorkUnderTheDefaultProfile) {
+  const json j = RunJson(R"py(
+import asyncio, json, multiprocessing as mp, subprocess, threading
+
+def square(x):
+    return x * x
+
+# spawn and forkserver import this file again in their workers: the work runs only here.
+if __name__ == "__main__":
+    pools = {}
+    for method in ("fork", "spawn", "forkserver"):
+        with mp.get_context(method).Pool(2) as pool:
+            pools[method] = pool.map(square, range(5))
+
+    results = []
+    threads = [threading.Thread(target=lambda i=i: results.append(i)) for i in range(8)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+
+    ls = subprocess.run(["/bin/ls", "/usr"], capture_output=True, text=True, check=True)
+    sh = subprocess.run(["/bin/sh", "-c", "echo $((6 * 7))"], capture_output=True, text=True,
+                        check=True)
+
+    async def echo_over_loopback():
+        async def handle(reader, writer):
+            writer.write(await reader.readline())
+            await writer.drain()
+            writer.close()
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"ping\n")
+        await writer.drain()
+        line = await reader.readline()
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return line.decode().strip()
+
+    print(json.dumps({
+        "pools": pools, "threads": sorted(results), "ls_has_bin": "bin" in ls.stdout.split(),
+        "sh": sh.stdout.strip(), "asyncio": asyncio.run(echo_over_loopback()),
+    }))
+)py");
+  const json squares = {0, 1, 4, 9, 16};
+  EXPECT_EQ(j["pools"], json({{"fork", squares}, {"spawn", squares}, {"forkserver", squares}}));
+  EXPECT_EQ(j["threads"], json({0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(j["ls_has_bin"], true);
+  EXPECT_EQ(j["sh"], "42");
+  EXPECT_EQ(j["asyncio"], "ping");
 }
 
 MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(PythonStackTest);
