@@ -183,6 +183,10 @@ print(json.dumps({"made": made, "error": error}))
 }
 
 TEST_P(LimitsTest, ExponentialForkBombLeavesTheHostResponsive) {
+  // Which backend this mode gets: only a cgroup's cpu.max keeps the host's CPUs free.
+  const Outcome probe = runner_.RunCode("pass");
+  ASSERT_TRUE(IsRunResult(probe)) << probe.Describe();
+  const bool cpu_limited = IsCgroup(probe);
   // The bomb names its processes (comm, 15 bytes) so that the host can count them from
   // /proc/PID/stat: reading their cmdline would wait on the mmap lock that every one of their
   // failing forks takes.
@@ -217,7 +221,9 @@ while True:
   (void)run.Wait();
   EXPECT_LE(most, limits::kDefaultPidsMax) << "more processes than pids.max";
   EXPECT_GE(most, limits::kDefaultPidsMax / 2) << "positive control: the bomb ran";
-  EXPECT_LT(worst, milliseconds(1000)) << "the host stalled while the bomb ran";
+  if (cpu_limited) {
+    EXPECT_LT(worst, milliseconds(1000)) << "the host stalled while the bomb ran";
+  }
   size_t left = ProcessesNamed(tag);
   for (int i = 0; i < 100 && left > 0; ++i) {
     std::this_thread::sleep_for(milliseconds(50));
