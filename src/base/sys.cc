@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <sstream>
 
 namespace mcpexec {
 
@@ -25,6 +26,21 @@ Result<void> WriteAll(int fd, std::string_view data) {
     data.remove_prefix(static_cast<size_t>(n));
   }
   return Ok();
+}
+
+Result<std::vector<std::string>> ReadProcStat(const std::string& pid) {
+  const std::string path = "/proc/" + pid + "/stat";
+  MCPEXEC_ASSIGN_OR_RETURN(std::string stat, ReadFile(path));
+  const size_t lparen = stat.find('(');
+  const size_t rparen = stat.rfind(')');
+  if (lparen == std::string::npos || rparen == std::string::npos || rparen < lparen) {
+    return MakeError(ErrorCode::kInternal, "unexpected format of " + path);
+  }
+  std::vector<std::string> fields = {stat.substr(0, lparen - 1),
+                                     stat.substr(lparen + 1, rparen - lparen - 1)};
+  std::istringstream rest(stat.substr(rparen + 1));
+  for (std::string field; rest >> field;) fields.push_back(std::move(field));
+  return fields;
 }
 
 Result<std::string> ReadFile(const std::string& path) {

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -17,6 +18,11 @@ Result<void> WriteAll(int fd, std::string_view data);
 
 // Reads a whole (small) file, such as a file under /proc.
 Result<std::string> ReadFile(const std::string& path);
+
+// The fields of /proc/<pid>/stat ("self" for this process): element i is field i + 1 of
+// proc(5), so [0] is the pid, [1] the command name without its parentheses, [21] the start
+// time. The command name may hold spaces and parentheses; fields are split after its last ')'.
+Result<std::vector<std::string>> ReadProcStat(const std::string& pid);
 
 // Opens `path` for writing (no create, no truncate) and writes `data` in one write(2),
 // as /proc/PID/uid_map requires.

@@ -6,6 +6,7 @@
 #include "cli/doctor_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
+#include "log/log.h"
 #include "sandbox/sealed_self.h"
 
 #ifndef MCPEXEC_VERSION
@@ -16,7 +17,11 @@
 #endif
 
 int main(int argc, char** argv, char** envp) {
-  mcpexec::sandbox::ReexecFromSealedCopyIfWritable(argv, envp);
+  if (auto sealed = mcpexec::sandbox::ReexecFromSealedCopyIfWritable(argv, envp); !sealed.ok()) {
+    mcpexec::log::Warn("cannot run from a sealed copy of the binary, which is writable by "
+                       "non-root: install it root-owned and not group/other-writable",
+                       {{"error", sealed.error().message}});
+  }
   CLI::App app{"mcp-exec: run Python code in a fresh, rootless Linux-namespace sandbox"};
   app.set_version_flag("--version", std::string("mcp-exec ") + MCPEXEC_VERSION);
   app.require_subcommand(1);

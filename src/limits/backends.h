@@ -5,12 +5,15 @@
 #include <memory>
 
 #include "base/result.h"
+#include "limits/cgroup_fs.h"
 #include "limits/limits.h"
 
 namespace mcpexec::limits {
 
-Result<std::shared_ptr<LimitsBackend>> OpenCgroup2(const BackendOptions& options);
-Result<std::shared_ptr<LimitsBackend>> OpenCgroup1(const BackendOptions& options);
+Result<std::shared_ptr<LimitsBackend>> OpenCgroup2(const BackendOptions& options,
+                                                   const ProcCgroupFiles& files);
+Result<std::shared_ptr<LimitsBackend>> OpenCgroup1(const BackendOptions& options,
+                                                   const ProcCgroupFiles& files);
 
 // cpu.max / cpu.cfs_quota_us for `cpus` over the 100 ms period both use.
 inline constexpr uint64_t kCpuPeriodUs = 100'000;

@@ -135,7 +135,8 @@ class Cgroup1Backend final : public LimitsBackend {
 
 }  // namespace
 
-Result<std::shared_ptr<LimitsBackend>> OpenCgroup1(const BackendOptions& options) {
+Result<std::shared_ptr<LimitsBackend>> OpenCgroup1(const BackendOptions& options,
+                                                   const ProcCgroupFiles& files) {
   if (geteuid() != 0) {
     return MakeError(ErrorCode::kPermissionDenied,
                      "cgroup v1 hierarchies cannot be delegated safely, so mcp-exec uses them "
@@ -143,13 +144,13 @@ Result<std::shared_ptr<LimitsBackend>> OpenCgroup1(const BackendOptions& options
   }
   std::map<std::string, std::string> bases;
   for (const char* controller : kControllers) {
-    const auto mount = FindCgroup1Mount(controller);
+    const auto mount = FindCgroup1Mount(files, controller);
     if (!mount) {
       return MakeError(ErrorCode::kUnavailable,
                        std::string("no cgroup v1 hierarchy has the ") + controller +
                            " controller");
     }
-    MCPEXEC_ASSIGN_OR_RETURN(std::string own, OwnCgroup1Path(controller));
+    MCPEXEC_ASSIGN_OR_RETURN(std::string own, OwnCgroup1Path(files, controller));
     const std::string base = CgroupDir(*mount, own) + "/mcp-exec";
     if (mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) {
       return Errno(ErrorCode::kPermissionDenied, "mkdir(" + base + ")");

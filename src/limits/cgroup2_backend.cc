@@ -147,8 +147,9 @@ constexpr const char* kDelegateFix =
 
 }  // namespace
 
-Result<std::shared_ptr<LimitsBackend>> OpenCgroup2(const BackendOptions& options) {
-  const auto mount = FindCgroup2Mount();
+Result<std::shared_ptr<LimitsBackend>> OpenCgroup2(const BackendOptions& options,
+                                                   const ProcCgroupFiles& files) {
+  const auto mount = FindCgroup2Mount(files);
   if (!mount) return MakeError(ErrorCode::kUnavailable, "no cgroup2 filesystem is mounted");
   std::string base;
   if (!options.cgroup.empty()) {
@@ -165,7 +166,7 @@ Result<std::shared_ptr<LimitsBackend>> OpenCgroup2(const BackendOptions& options
     }
     MCPEXEC_RETURN_IF_ERROR(RequireControllers(base, kDelegateFix));
   } else {
-    MCPEXEC_ASSIGN_OR_RETURN(std::string own, OwnCgroup2Path());
+    MCPEXEC_ASSIGN_OR_RETURN(std::string own, OwnCgroup2Path(files));
     const std::string own_dir = CgroupDir(*mount, own);
     if (own == "/") {
       // The root cgroup may hold processes and children at once; a child of its own keeps

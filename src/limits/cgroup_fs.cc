@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include "base/sys.h"
@@ -35,25 +34,15 @@ std::optional<T> ParseNumber(std::string_view text) {
   return value;
 }
 
-// Field 22 of /proc/PID/stat: the start time in clock ticks since boot. The command name
-// (field 2) may hold spaces and parentheses, so fields are counted after its last ')'.
 std::optional<uint64_t> StartTime(pid_t pid) {
-  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat.ok()) return std::nullopt;
-  const size_t paren = stat->rfind(')');
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(stat->substr(paren + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return ParseNumber<uint64_t>(field);
-  }
-  return std::nullopt;
+  auto fields = ReadProcStat(std::to_string(pid));
+  if (!fields.ok() || fields->size() < 22) return std::nullopt;
+  return ParseNumber<uint64_t>((*fields)[21]);
 }
 
-std::optional<CgroupMount> FindMount(bool v2, std::string_view controller) {
-  auto info = ReadFile("/proc/self/mountinfo");
-  if (!info.ok()) return std::nullopt;
-  for (std::string_view line : Split(*info, '\n')) {
+std::optional<CgroupMount> FindMount(const std::string& mountinfo, bool v2,
+                                     std::string_view controller) {
+  for (std::string_view line : Split(mountinfo, '\n')) {
     // "36 25 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory"
     const size_t dash = line.find(" - ");
     if (dash == std::string_view::npos) continue;
@@ -73,22 +62,30 @@ std::optional<CgroupMount> FindMount(bool v2, std::string_view controller) {
 
 }  // namespace
 
-std::optional<CgroupMount> FindCgroup2Mount() { return FindMount(true, {}); }
-std::optional<CgroupMount> FindCgroup1Mount(std::string_view controller) {
-  return FindMount(false, controller);
+Result<ProcCgroupFiles> ReadProcCgroupFiles() {
+  ProcCgroupFiles files;
+  MCPEXEC_ASSIGN_OR_RETURN(files.mountinfo, ReadFile("/proc/self/mountinfo"));
+  MCPEXEC_ASSIGN_OR_RETURN(files.cgroup, ReadFile("/proc/self/cgroup"));
+  return files;
 }
 
-Result<std::string> OwnCgroup2Path() {
-  MCPEXEC_ASSIGN_OR_RETURN(std::string text, ReadFile("/proc/self/cgroup"));
-  for (std::string_view line : Split(text, '\n')) {
+std::optional<CgroupMount> FindCgroup2Mount(const ProcCgroupFiles& files) {
+  return FindMount(files.mountinfo, true, {});
+}
+std::optional<CgroupMount> FindCgroup1Mount(const ProcCgroupFiles& files,
+                                            std::string_view controller) {
+  return FindMount(files.mountinfo, false, controller);
+}
+
+Result<std::string> OwnCgroup2Path(const ProcCgroupFiles& files) {
+  for (std::string_view line : Split(files.cgroup, '\n')) {
     if (line.starts_with("0::")) return std::string(line.substr(3));
   }
   return MakeError(ErrorCode::kNotFound, "/proc/self/cgroup has no cgroup v2 entry");
 }
 
-Result<std::string> OwnCgroup1Path(std::string_view controller) {
-  MCPEXEC_ASSIGN_OR_RETURN(std::string text, ReadFile("/proc/self/cgroup"));
-  for (std::string_view line : Split(text, '\n')) {
+Result<std::string> OwnCgroup1Path(const ProcCgroupFiles& files, std::string_view controller) {
+  for (std::string_view line : Split(files.cgroup, '\n')) {
     const auto parts = Split(line, ':');
     if (parts.size() < 3) continue;
     for (std::string_view c : Split(parts[1], ',')) {

@@ -21,13 +21,21 @@ struct CgroupMount {
   std::string mount_point;
   std::string root;
 };
-std::optional<CgroupMount> FindCgroup2Mount();
-std::optional<CgroupMount> FindCgroup1Mount(std::string_view controller);
+// /proc/self/mountinfo and /proc/self/cgroup, read once when a backend is chosen.
+struct ProcCgroupFiles {
+  std::string mountinfo;
+  std::string cgroup;
+};
+Result<ProcCgroupFiles> ReadProcCgroupFiles();
 
-// This process's cgroup from /proc/self/cgroup: the "0::" line for v2, or the line whose
+std::optional<CgroupMount> FindCgroup2Mount(const ProcCgroupFiles& files);
+std::optional<CgroupMount> FindCgroup1Mount(const ProcCgroupFiles& files,
+                                            std::string_view controller);
+
+// This process's cgroup: the "0::" line of /proc/self/cgroup for v2, or the line whose
 // controller list has `controller` for v1.
-Result<std::string> OwnCgroup2Path();
-Result<std::string> OwnCgroup1Path(std::string_view controller);
+Result<std::string> OwnCgroup2Path(const ProcCgroupFiles& files);
+Result<std::string> OwnCgroup1Path(const ProcCgroupFiles& files, std::string_view controller);
 
 // The directory of cgroup `path` under `mount`.
 std::string CgroupDir(const CgroupMount& mount, const std::string& path);

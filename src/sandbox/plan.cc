@@ -317,20 +317,12 @@ std::string LaunchPlan::Describe() const {
 
 namespace {
 
-// This process's argument area, from fields 48 and 49 of /proc/self/stat (arg_start, arg_end).
-// The command name (field 2) may hold spaces, so fields are counted after its last ')'.
+// This process's argument area: fields 48 and 49 of /proc/self/stat (arg_start, arg_end).
 std::pair<char*, size_t> OwnArgumentArea() {
-  auto stat = ReadFile("/proc/self/stat");
-  if (!stat.ok()) return {nullptr, 0};
-  const size_t paren = stat->rfind(')');
-  if (paren == std::string::npos) return {nullptr, 0};
-  std::istringstream fields(stat->substr(paren + 2));
-  std::string field;
-  unsigned long long start = 0, end = 0;
-  for (int i = 3; i <= 49 && fields >> field; ++i) {
-    if (i == 48) start = std::strtoull(field.c_str(), nullptr, 10);
-    if (i == 49) end = std::strtoull(field.c_str(), nullptr, 10);
-  }
+  auto fields = ReadProcStat("self");
+  if (!fields.ok() || fields->size() < 49) return {nullptr, 0};
+  const unsigned long long start = std::strtoull((*fields)[47].c_str(), nullptr, 10);
+  const unsigned long long end = std::strtoull((*fields)[48].c_str(), nullptr, 10);
   if (start == 0 || end <= start) return {nullptr, 0};
   return {reinterpret_cast<char*>(start), static_cast<size_t>(end - start)};
 }

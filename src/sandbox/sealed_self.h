@@ -6,12 +6,14 @@
 // itself, which nothing can write.
 #pragma once
 
+#include "base/result.h"
+
 namespace mcpexec::sandbox {
 
 // Re-executes the process from a sealed in-memory copy of its executable when that file is
 // writable by anyone but root and the process does not already run from one. Returns only
-// when no re-exec was needed or it failed (the other defences stay; the caller may log).
-// Call first thing in main(), before any thread exists.
-void ReexecFromSealedCopyIfWritable(char** argv, char** envp);
+// when no re-exec was needed (ok) or it failed (an error to warn about: init's non-dumpable
+// state still guards /proc/1/exe). Call first thing in main(), before any thread exists.
+Result<void> ReexecFromSealedCopyIfWritable(char** argv, char** envp);
 
 }  // namespace mcpexec::sandbox

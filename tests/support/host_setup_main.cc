@@ -1,5 +1,5 @@
-// The integration tests' main: HostSetup runs once around all tests (test user, binary copy,
-// rootfs check) and cleans up after them.
+// main() of the test programs that launch real sandboxes (integration, adversarial): HostSetup
+// runs once around all tests (test user, binary copy, rootfs check) and cleans up after them.
 #include <gtest/gtest.h>
 
 #include "../support/sandbox_runner.h"
