@@ -12,9 +12,36 @@ Invalid InvalidRequest(const nlohmann::json& id, std::string why) {
                            "Invalid Request: " + std::move(why))};
 }
 
+// True when arrays and objects nest deeper than kMaxNesting. Only brackets outside strings
+// count; text that is not JSON is left to the parser to refuse.
+bool NestsTooDeep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxNesting) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Incoming Parse(std::string_view text) {
+  if (NestsTooDeep(text)) {
+    return InvalidRequest(nullptr, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
+  }
   nlohmann::json msg = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (msg.is_discarded()) {
     return Invalid{MakeError(nullptr, kParseError, "Parse error: not valid JSON")};
@@ -38,7 +65,8 @@ Incoming Parse(std::string_view text) {
     return InvalidRequest(id, "no \"method\"");
   }
   if (!method->is_string()) return InvalidRequest(id, "\"method\" must be a string");
-  nlohmann::json params = msg.contains("params") ? msg["params"] : nlohmann::json();
+  nlohmann::json params;
+  if (auto found = msg.find("params"); found != msg.end()) params = std::move(*found);
   if (!params.is_null() && !params.is_object() && !params.is_array()) {
     return InvalidRequest(id, "\"params\" must be an object or an array");
   }

@@ -45,9 +45,15 @@ struct Invalid {
 
 using Incoming = std::variant<Request, Notification, Response, Invalid>;
 
+// How deeply arrays and objects may nest in one message, the message object itself counting as
+// one level. MCP messages need a handful; the limit keeps a hostile message from exhausting the
+// stack of code that walks values recursively (copies, serialization, schema checks).
+inline constexpr int kMaxNesting = 64;
+
 // Classifies one message. Never throws: malformed JSON gives -32700, a well-formed value that
-// is not a JSON-RPC 2.0 message gives -32600. Batches (arrays) are not part of MCP since
-// 2025-06-18 and are answered with -32600.
+// is not a JSON-RPC 2.0 message gives -32600, and so does one nested deeper than kMaxNesting
+// (refused before it is parsed). Batches (arrays) are not part of MCP since 2025-06-18 and are
+// answered with -32600.
 Incoming Parse(std::string_view text);
 
 nlohmann::json MakeResult(const Id& id, nlohmann::json result);

@@ -53,7 +53,10 @@ std::string Session::ProtocolVersion() const {
 }
 
 Handled Session::Handle(std::string_view text, std::shared_ptr<MessageSink> sink) {
-  jsonrpc::Incoming incoming = jsonrpc::Parse(text);
+  return Handle(jsonrpc::Parse(text), std::move(sink));
+}
+
+Handled Session::Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink> sink) {
   if (auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming)) {
     log::Warn("invalid message", {{"session", id_}, {"error", invalid->error_response["error"]}});
     sink->Send(invalid->error_response, true);

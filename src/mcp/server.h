@@ -64,6 +64,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // the progress notifications of a tools/call, go to `sink`. Malformed input is answered
   // with a JSON-RPC error; nothing throws.
   Handled Handle(std::string_view text, std::shared_ptr<MessageSink> sink);
+  // The same for a message the transport has already classified with jsonrpc::Parse, so that
+  // a body is parsed once.
+  Handled Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink> sink);
 
   // Cancels every call still running; their responses are dropped. Called when the client goes
   // away (stdin EOF, HTTP DELETE, SSE disconnect).

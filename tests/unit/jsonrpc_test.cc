@@ -83,5 +83,38 @@ TEST(JsonRpcBuild, SerializeNeverThrowsOnInvalidUtf8) {
   EXPECT_NE(text.find("a\xEF\xBF\xBD"), std::string::npos);
 }
 
+std::string Nested(int depth, std::string_view open = "[", std::string_view close = "]") {
+  std::string inner;
+  for (int i = 0; i < depth; ++i) inner += open;
+  for (int i = 0; i < depth; ++i) inner += close;
+  return R"({"jsonrpc":"2.0","id":1,"method":"m","params":{"x":)" + inner + "}}";
+}
+
+// Fixed bug: 200,000 nested brackets crashed the server (a stack overflow walking the value).
+TEST(JsonRpcParse, DeepNestingIsRefusedBeforeParsing) {
+  for (const std::string& text : {Nested(200000), Nested(200000, "{\"a\":", "}"),
+                                  Nested(200000, "[", "")}) {
+    json e = ErrorOf(text);
+    EXPECT_EQ(e["error"]["code"], kInvalidRequest);
+    EXPECT_NE(e["error"]["message"].get<std::string>().find("nested deeper than 64"),
+              std::string::npos);
+    EXPECT_TRUE(e["id"].is_null());
+  }
+}
+
+TEST(JsonRpcParse, NestingUpToTheLimitIsAccepted) {
+  // The message object and params take two levels.
+  auto r = std::get<Request>(Parse(Nested(kMaxNesting - 2)));
+  EXPECT_EQ(r.method, "m");
+  ErrorOf(Nested(kMaxNesting - 1));
+}
+
+TEST(JsonRpcParse, BracketsInStringsDoNotCountAsNesting) {
+  const std::string brackets(1000, '[');
+  auto r = std::get<Request>(
+      Parse(R"({"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"\")" + brackets + R"("}})"));
+  EXPECT_EQ(r.params["s"], "\"" + brackets);
+}
+
 }  // namespace
 }  // namespace mcpexec::jsonrpc

@@ -241,9 +241,11 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   std::string body;
   if (!ReadBody(req, res, &body) || !CheckProtocolVersion(req, res)) return;
 
-  const jsonrpc::Incoming incoming = jsonrpc::Parse(body);
+  jsonrpc::Incoming incoming = jsonrpc::Parse(body);
+  body = std::string();  // a large body (code, stdin) need not live as long as the reply
   const auto* request = std::get_if<jsonrpc::Request>(&incoming);
   const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
+  const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
   const http::ResponseMode mode =
       http::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
   if (request && mode == http::ResponseMode::kNotAcceptable) {
@@ -290,8 +292,7 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
                                        ? http::SinkMode::kRequestJson
                                        : http::SinkMode::kRequestStream;
   const Handled handled =
-      session->Handle(body, std::make_shared<http::QueueSink>(*queue, sink_mode));
-  body = std::string();  // a large body (code, stdin) need not live as long as the reply
+      session->Handle(std::move(incoming), std::make_shared<http::QueueSink>(*queue, sink_mode));
 
   if (!new_id.empty()) {
     // initialize answers synchronously; only a successful one opens a session.
@@ -312,7 +313,6 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
     res.status = 202;
     return;
   }
-  const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
   if (new_id.empty()) sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
   if (mode == http::ResponseMode::kJson) {
     ReplyJson(req.socket, res, *session, **queue, id);

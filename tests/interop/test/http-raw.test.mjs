@@ -108,6 +108,24 @@ describe('streamable http wire', { timeout: 120000 }, () => {
     await raw.delete();
   });
 
+  it('deep-nesting: 200,000 nested brackets are 400 with -32600, in a session and before one', async () => {
+    const deep = `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"x": ${'['.repeat(200000)}${']'.repeat(200000)}}}`;
+    const fresh = new RawHttp(srv.mcpUrl);
+    const r0 = await fresh.post(deep);
+    assert.equal(r0.status, 400, r0.text.slice(0, 300));
+    assert.equal(r0.messages.find((m) => m.error)?.error?.code, -32600, r0.text.slice(0, 300));
+    const raw = await session();
+    const r = await raw.post(deep.replace('initialize', 'ping'));
+    assert.equal(r.status, 400, r.text.slice(0, 300));
+    assert.equal(r.messages.find((m) => m.error)?.error?.code, -32600, r.text.slice(0, 300));
+    const ok = await raw.post({ jsonrpc: '2.0', id: 10, method: 'ping' });
+    assert.equal(ok.status, 200, 'the server or the session broke after the nesting');
+    const health = await fetch(new URL('/healthz', srv.baseUrl));
+    await health.arrayBuffer();
+    assert.equal(health.status, 200);
+    await raw.delete();
+  });
+
   it('http-get-stream: GET /mcp with Accept text/event-stream is an event stream or 405', async () => {
     const raw = await session();
     const ac = new AbortController();

@@ -85,6 +85,19 @@ sys.stdout.write("no newline at the end")`;
     assert.equal(raw.child.exitCode, null, 'the server exited');
   });
 
+  it('deep-nesting: 200,000 nested brackets get -32600 and the server keeps running', async () => {
+    start();
+    await raw.initialize();
+    const deep = '['.repeat(200000) + ']'.repeat(200000);
+    raw.writeLine(`{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": ${deep}}}`);
+    const e = await raw.waitFor((m) => m.error?.code === -32600, 10000, 'a -32600 for the nesting');
+    assert.equal(e.id, null);
+    assert.match(e.error.message, /nested deeper than 64/);
+    const pong = await raw.request({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    assert.deepEqual(pong.result, {});
+    assert.equal(raw.child.exitCode, null, 'the server exited');
+  });
+
   it('invalid requests: unknown method -32601 with its id; a message without method gets an error', async () => {
     start();
     await raw.initialize();
