@@ -1,10 +1,17 @@
 #include "config/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
 #include <thread>
+
+#include "base/unique_fd.h"
 
 namespace mcpexec::config {
 namespace {
@@ -128,6 +135,15 @@ Result<void> SetOneOf(const std::string& name, const std::string& text,
                    name + ": '" + text + "' is not one of " + list);
 }
 
+// "1" turns a switch on; "0" and "" (a line `NAME=` in an environment file) leave it off.
+Result<void> SetSwitch(const std::string& name, const std::string& text, bool& out) {
+  if (text != "1" && text != "0" && !text.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, name + ": '" + text + "' is not 1 or 0");
+  }
+  out = text == "1";
+  return Ok();
+}
+
 Result<void> SetTransport(const std::string& name, const std::string& text, std::string& out) {
   return SetOneOf(name, text, {"stdio", "http", "sse"}, out);
 }
@@ -148,6 +164,13 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
          c.auth_token = v;  // empty disables auth, as in the seed
          return Ok();
        }},
+      {"MCP_EXEC_AUTH_TOKEN_FILE",
+       [&](auto&, auto& v) {
+         c.auth_token_file = v;  // empty: none, like an empty token
+         return Ok();
+       }},
+      {"MCP_EXEC_ALLOW_UNAUTHENTICATED",
+       [&](auto& n, auto& v) { return SetSwitch(n, v, c.allow_unauthenticated); }},
       {"MCP_EXEC_MAX_CONCURRENCY",
        [&](auto& n, auto& v) { return SetInt(n, v, 1, 1024, c.max_concurrency); }},
       {"MCP_EXEC_MAX_QUEUE", [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_queue); }},
@@ -214,6 +237,76 @@ Result<void> Validate(const Config& c) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "the sandbox's host uid/gid (MCP_EXEC_HOST_UID/GID) must not be 0");
   }
+  return Ok();
+}
+
+std::string TokenFileModeProblem(mode_t mode, uid_t owner) {
+  // PostgreSQL's rule for its key files: a secret others can read is no longer one, and one
+  // others can write lets them choose it; a group may read it only when root owns it, which is
+  // how a root-provisioned secret reaches an unprivileged service (Kubernetes' fsGroup).
+  const mode_t allowed_group = owner == 0 ? S_IRGRP : 0;
+  if ((mode & (S_IRWXO | (S_IRWXG & ~allowed_group))) == 0) return "";
+  char octal[8];
+  snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode & 07777));
+  return "has mode " + std::string(octal) + ": " +
+         ((mode & S_IRWXO) != 0 ? "others" : "its group") +
+         " may use it; chmod 600 it (or 640 when root owns it)";
+}
+
+Result<void> LoadAuthToken(Config& c) {
+  if (c.auth_token_file.empty()) return Ok();
+  const std::string& path = c.auth_token_file;
+  if (!c.auth_token.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the auth token is given twice, directly (MCP_EXEC_AUTH_TOKEN or "
+                     "--auth-token) and as a file (MCP_EXEC_AUTH_TOKEN_FILE or "
+                     "--auth-token-file): give only the file");
+  }
+  auto invalid = [&path](const std::string& why) {
+    return MakeError(ErrorCode::kInvalidArgument, "the auth token file " + path +
+                                                      " (MCP_EXEC_AUTH_TOKEN_FILE) " + why);
+  };
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.Valid()) {
+    return Errno(ErrorCode::kInvalidArgument, "open(" + path + ")")
+        .WithContext("cannot read the auth token file (MCP_EXEC_AUTH_TOKEN_FILE)");
+  }
+  struct stat st {};
+  if (::fstat(fd.Get(), &st) != 0) return Errno(ErrorCode::kInternal, "fstat(" + path + ")");
+  // A pipe allows `--auth-token-file <(secret-tool lookup ...)`: the token never touches a disk.
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    return invalid("is not a regular file or a pipe");
+  }
+  if (std::string problem = TokenFileModeProblem(st.st_mode, st.st_uid); !problem.empty()) {
+    return invalid(problem);
+  }
+  std::string token;
+  char buf[1024];
+  for (;;) {
+    const ssize_t n = ::read(fd.Get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(ErrorCode::kInvalidArgument, "read(" + path + ")");
+    if (n == 0) break;
+    token.append(buf, static_cast<size_t>(n));
+    if (token.size() > kMaxAuthTokenBytes + 2) break;
+  }
+  if (!token.empty() && token.back() == '\n') {
+    token.pop_back();
+    if (!token.empty() && token.back() == '\r') token.pop_back();
+  }
+  if (token.size() > kMaxAuthTokenBytes) {
+    return invalid("is larger than " + std::to_string(kMaxAuthTokenBytes) +
+                   " bytes: is it the right file?");
+  }
+  if (token.empty()) return invalid("is empty");
+  for (const char ch : token) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f) {
+      return invalid("holds a control character or a line break before its end, which no "
+                     "client could send in a header");
+    }
+  }
+  c.auth_token = std::move(token);
   return Ok();
 }
 

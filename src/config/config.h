@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -35,6 +36,10 @@ struct Config {
   std::string transport = "stdio";          // MCP_EXEC_TRANSPORT: stdio | http | sse
   std::string addr = ":8080";               // MCP_EXEC_ADDR: listen address for http/sse
   std::string auth_token;                   // MCP_EXEC_AUTH_TOKEN: empty = no auth
+  // MCP_EXEC_AUTH_TOKEN_FILE: a file holding the token, read once by `serve` (LoadAuthToken).
+  std::string auth_token_file;
+  // MCP_EXEC_ALLOW_UNAUTHENTICATED=1: serve HTTP off loopback without a token, by choice.
+  bool allow_unauthenticated = false;
   int max_concurrency = 0;                  // MCP_EXEC_MAX_CONCURRENCY: runs at once (CPUs)
   int max_queue = 64;                       // MCP_EXEC_MAX_QUEUE: runs waiting for a slot
 };
@@ -53,6 +58,20 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& config);
 
 // Checks the ranges and the relations between values (default timeout within the maximum).
 Result<void> Validate(const Config& config);
+
+// Reads the token from `config.auth_token_file` into `config.auth_token`, once, for `serve`;
+// nothing to do when no file is set. kInvalidArgument when a token is also given directly
+// (MCP_EXEC_AUTH_TOKEN), and when the file cannot be used as a token: missing or unreadable,
+// not a regular file or a pipe, usable by others or its group (TokenFileModeProblem), larger
+// than kMaxAuthTokenBytes, empty, or holding a control character once one trailing newline
+// ("\n" or "\r\n") is stripped. Messages name the file, never its content.
+Result<void> LoadAuthToken(Config& config);
+inline constexpr size_t kMaxAuthTokenBytes = 4096;
+
+// Why a token file of this mode and owner must not be used ("has mode 0644: others may use
+// it; ..."), or "" when it may: no permission for others, and for the group at most read, and
+// that only when root owns the file.
+std::string TokenFileModeProblem(mode_t mode, uid_t owner);
 
 // Parses a byte count: digits with an optional binary suffix k, m or g ("64m" = 64 MiB).
 Result<uint64_t> ParseBytes(const std::string& text);

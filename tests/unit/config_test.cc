@@ -1,8 +1,15 @@
 #include "config/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
+
+#include "../support/temp_dir.h"
 
 namespace mcpexec::config {
 namespace {
@@ -59,6 +66,7 @@ TEST(Config, MalformedValuesNameTheVariable) {
            {"MCP_EXEC_MAX_STDIN_BYTES", "12q"},
            {"MCP_EXEC_WORKSPACE_BYTES", ""},
            {"MCP_EXEC_HOST_UID", "0"},
+           {"MCP_EXEC_ALLOW_UNAUTHENTICATED", "yes"},
            {"MCP_EXEC_ROOTFS", ""}}) {
     Config c = Defaults("/r");
     auto r = ApplyEnv(Env({{name, value}}), c);
@@ -94,6 +102,139 @@ TEST(Config, TimeoutIsClampedToOneAndTheMaximum) {
   EXPECT_EQ(EffectiveTimeoutSeconds(c, -7), 1);
   EXPECT_EQ(EffectiveTimeoutSeconds(c, 299), 299);
   EXPECT_EQ(EffectiveTimeoutSeconds(c, 100000), 300);
+}
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(Config, AuthVariablesParse) {
+  Config c = Defaults("/r");
+  EXPECT_TRUE(c.auth_token_file.empty());
+  EXPECT_FALSE(c.allow_unauthenticated);
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_AUTH_TOKEN_FILE", "/run/credentials/token"},
+                            {"MCP_EXEC_ALLOW_UNAUTHENTICATED", "1"}}),
+                       c)
+                  .ok());
+  EXPECT_EQ(c.auth_token_file, "/run/credentials/token");
+  EXPECT_TRUE(c.allow_unauthenticated);
+  for (const char* off : {"0", ""}) {
+    ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ALLOW_UNAUTHENTICATED", off}}), c).ok());
+    EXPECT_FALSE(c.allow_unauthenticated) << "'" << off << "'";
+  }
+  EXPECT_THAT(ApplyEnv(Env({{"MCP_EXEC_ALLOW_UNAUTHENTICATED", "true"}}), c).error().message,
+              AllOf(HasSubstr("MCP_EXEC_ALLOW_UNAUTHENTICATED"), HasSubstr("1 or 0")));
+}
+
+// A token file written with `content` and then given `mode`.
+class TokenFile {
+ public:
+  TokenFile(const std::string& content, mode_t mode) : path_(dir_.Path() + "/token") {
+    const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, content.data(), content.size()) != ssize_t(content.size()) ||
+        fchmod(fd, mode) != 0 || close(fd) != 0) {
+      std::abort();
+    }
+  }
+  const std::string& Path() const { return path_; }
+
+ private:
+  testing::TempDir dir_;
+  std::string path_;
+};
+
+Result<std::string> LoadFrom(const std::string& path) {
+  Config c = Defaults("/r");
+  c.auth_token_file = path;
+  MCPEXEC_RETURN_IF_ERROR(LoadAuthToken(c));
+  return c.auth_token;
+}
+
+TEST(AuthTokenFile, NoFileLeavesTheTokenAlone) {
+  Config c = Defaults("/r");
+  c.auth_token = "direct";
+  ASSERT_TRUE(LoadAuthToken(c).ok());
+  EXPECT_EQ(c.auth_token, "direct");
+}
+
+TEST(AuthTokenFile, OneTrailingNewlineIsStripped) {
+  EXPECT_EQ(*LoadFrom(TokenFile("s3cret", 0600).Path()), "s3cret");
+  EXPECT_EQ(*LoadFrom(TokenFile("s3cret\n", 0600).Path()), "s3cret");
+  EXPECT_EQ(*LoadFrom(TokenFile("s3cret\r\n", 0400).Path()), "s3cret");
+  EXPECT_EQ(*LoadFrom(TokenFile(" with spaces inside ", 0600).Path()), " with spaces inside ");
+  // Only one: a second line break is a control character inside the token.
+  EXPECT_THAT(LoadFrom(TokenFile("s3cret\n\n", 0600).Path()).error().message,
+              HasSubstr("control character"));
+  EXPECT_THAT(LoadFrom(TokenFile("two\nlines\n", 0600).Path()).error().message,
+              HasSubstr("control character"));
+}
+
+TEST(AuthTokenFile, ModeAndOwnerRule) {
+  for (const mode_t mode : {0600, 0400, 0200}) {
+    EXPECT_EQ(TokenFileModeProblem(S_IFREG | mode, 1000), "") << std::oct << mode;
+    EXPECT_EQ(TokenFileModeProblem(S_IFREG | mode, 0), "") << std::oct << mode;
+  }
+  // A group may read a root-owned file (a secret provisioned by root for a service's group).
+  EXPECT_EQ(TokenFileModeProblem(S_IFREG | 0640, 0), "");
+  EXPECT_EQ(TokenFileModeProblem(S_IFREG | 0440, 0), "");
+  EXPECT_THAT(TokenFileModeProblem(S_IFREG | 0640, 1000),
+              AllOf(HasSubstr("has mode 0640"), HasSubstr("its group"), HasSubstr("chmod 600")));
+  for (const mode_t mode : {0620, 0610, 0660}) {
+    EXPECT_THAT(TokenFileModeProblem(S_IFREG | mode, 0), HasSubstr("its group")) << std::oct << mode;
+  }
+  for (const mode_t mode : {0604, 0602, 0601, 0644, 0444, 0666}) {
+    EXPECT_THAT(TokenFileModeProblem(S_IFREG | mode, 0), HasSubstr("others")) << std::oct << mode;
+    EXPECT_THAT(TokenFileModeProblem(S_IFREG | mode, 1000), HasSubstr("others"))
+        << std::oct << mode;
+  }
+}
+
+TEST(AuthTokenFile, AFileOthersCanReadIsRefusedWithoutShowingTheToken) {
+  TokenFile file("s3cret-token-value\n", 0644);
+  auto r = LoadFrom(file.Path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message,
+              AllOf(HasSubstr(file.Path()), HasSubstr("MCP_EXEC_AUTH_TOKEN_FILE"),
+                    HasSubstr("has mode 0644"), HasSubstr("chmod 600"),
+                    Not(HasSubstr("s3cret-token-value"))));
+}
+
+TEST(AuthTokenFile, MissingEmptyOversizedOrNotAFileIsRefused) {
+  testing::TempDir dir;
+  EXPECT_THAT(LoadFrom(dir.Path() + "/missing").error().message,
+              AllOf(HasSubstr(dir.Path() + "/missing"), HasSubstr("MCP_EXEC_AUTH_TOKEN_FILE"),
+                    HasSubstr("ENOENT")));
+  EXPECT_THAT(LoadFrom(TokenFile("", 0600).Path()).error().message, HasSubstr("is empty"));
+  EXPECT_THAT(LoadFrom(TokenFile("\n", 0600).Path()).error().message, HasSubstr("is empty"));
+  EXPECT_THAT(LoadFrom(TokenFile(std::string(kMaxAuthTokenBytes + 1, 'x'), 0600).Path())
+                  .error()
+                  .message,
+              HasSubstr("larger than 4096 bytes"));
+  EXPECT_TRUE(LoadFrom(TokenFile(std::string(kMaxAuthTokenBytes, 'x') + "\n", 0600).Path()).ok());
+  ASSERT_EQ(chmod(dir.Path().c_str(), 0700), 0);
+  EXPECT_THAT(LoadFrom(dir.Path()).error().message, HasSubstr("not a regular file or a pipe"));
+}
+
+TEST(AuthTokenFile, APipeIsReadOnce) {
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  ASSERT_EQ(write(fds[1], "from-a-pipe\n", 12), 12);
+  close(fds[1]);
+  EXPECT_EQ(*LoadFrom("/dev/fd/" + std::to_string(fds[0])), "from-a-pipe");
+  close(fds[0]);
+}
+
+TEST(AuthTokenFile, ATokenGivenBothWaysIsAnError) {
+  TokenFile file("tok-in-file-4711\n", 0600);
+  Config c = Defaults("/r");
+  c.auth_token = "tok-direct-0815";
+  c.auth_token_file = file.Path();
+  auto r = LoadAuthToken(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message,
+              AllOf(HasSubstr("given twice"), HasSubstr("MCP_EXEC_AUTH_TOKEN "),
+                    HasSubstr("MCP_EXEC_AUTH_TOKEN_FILE"), Not(HasSubstr("tok-direct-0815")),
+                    Not(HasSubstr("tok-in-file-4711"))));
 }
 
 }  // namespace
