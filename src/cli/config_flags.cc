@@ -8,6 +8,8 @@ struct FlagSpec {
   const char* var;
   const char* help;
   bool server_only;
+  // A switch takes no value: given, it sets its variable to "1".
+  bool is_switch = false;
 };
 
 constexpr FlagSpec kFlags[] = {
@@ -15,7 +17,16 @@ constexpr FlagSpec kFlags[] = {
     {"--addr", "MCP_EXEC_ADDR", "Listen address for http/sse, e.g. :8080 or 127.0.0.1:8080",
      true},
     {"--auth-token", "MCP_EXEC_AUTH_TOKEN",
-     "Require X-MCP-AUTH or Authorization: Bearer with this token on http/sse", true},
+     "Require X-MCP-AUTH or Authorization: Bearer with this token on http/sse. Every local "
+     "user can read a command line: prefer --auth-token-file",
+     true},
+    {"--auth-token-file", "MCP_EXEC_AUTH_TOKEN_FILE",
+     "Read the token from this file, of mode 600 (640 if root owns it); one trailing newline is "
+     "ignored", true},
+    {"--allow-unauthenticated", "MCP_EXEC_ALLOW_UNAUTHENTICATED",
+     "Serve http/sse on a non-loopback address without a token (anyone who reaches it can run "
+     "code)",
+     true, true},
     {"--max-concurrency", "MCP_EXEC_MAX_CONCURRENCY", "Runs at once (default: CPUs)", true},
     {"--max-queue", "MCP_EXEC_MAX_QUEUE", "Runs waiting for a slot before calls get 'busy'",
      true},
@@ -48,6 +59,12 @@ void AddConfigFlags(CLI::App* app, Command command, ConfigFlags& flags) {
   for (const FlagSpec& spec : kFlags) {
     if (spec.server_only && command != Command::kServe) continue;
     const std::string var = spec.var;
+    if (spec.is_switch) {
+      app->add_flag_callback(
+          spec.flag, [&flags, var] { flags.values[var] = "1"; },
+          std::string(spec.help) + " (" + var + "=1)");
+      continue;
+    }
     app->add_option_function<std::string>(
         spec.flag, [&flags, var](const std::string& value) { flags.values[var] = value; },
         std::string(spec.help) + " (" + var + ")");

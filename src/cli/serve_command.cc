@@ -24,6 +24,35 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions& options) {
   return serve;
 }
 
+Result<Exposure> CheckExposure(const config::Config& config) {
+  if (config.transport == "stdio") return Exposure::kStdio;
+  auto address = mcp::http::ParseListenAddress(config.addr);
+  if (!address.ok()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MCP_EXEC_ADDR: " + std::move(address).error().message);
+  }
+  if (address->IsLoopback()) return Exposure::kLoopback;
+  if (!config.auth_token.empty()) return Exposure::kAuthenticated;
+  if (config.allow_unauthenticated) return Exposure::kOpenByChoice;
+  return MakeError(
+      ErrorCode::kInvalidArgument,
+      "refusing to serve " + config.transport + " on " + address->ToString() +
+          " (MCP_EXEC_ADDR, not loopback) without an auth token: anyone who can reach it could "
+          "run code. Set a token with MCP_EXEC_AUTH_TOKEN_FILE (--auth-token-file) or "
+          "MCP_EXEC_AUTH_TOKEN, listen on loopback (MCP_EXEC_ADDR=127.0.0.1:" +
+          std::to_string(address->port) +
+          "), or serve without one by choice with MCP_EXEC_ALLOW_UNAUTHENTICATED=1 "
+          "(--allow-unauthenticated)");
+}
+
+Result<config::Config> ResolveServeConfig(const std::string& default_rootfs,
+                                          const config::EnvLookup& env, const ConfigFlags& flags) {
+  MCPEXEC_ASSIGN_OR_RETURN(config::Config c, ResolveConfig(default_rootfs, env, flags));
+  MCPEXEC_RETURN_IF_ERROR(config::LoadAuthToken(c));
+  MCPEXEC_RETURN_IF_ERROR(CheckExposure(c));
+  return c;
+}
+
 namespace {
 
 sigset_t StopSignals() {
@@ -64,10 +93,20 @@ int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& 
 
 int ServeCommand(const std::string& default_rootfs, const std::string& version,
                  const ServeOptions& options) {
-  auto config = ResolveConfig(default_rootfs, config::ProcessEnv(), options.config);
+  auto config = ResolveServeConfig(default_rootfs, config::ProcessEnv(), options.config);
   if (!config.ok()) {
     log::Error("invalid configuration", {{"error", config.error().message}});
     return 1;
+  }
+  if (auto flag = options.config.values.find("MCP_EXEC_AUTH_TOKEN");
+      flag != options.config.values.end() && !flag->second.empty()) {
+    log::Warn("the auth token was given with --auth-token, where every local user can read it "
+              "(/proc/PID/cmdline, ps): use --auth-token-file or MCP_EXEC_AUTH_TOKEN_FILE");
+  }
+  if (CheckExposure(*config).value() == Exposure::kOpenByChoice) {
+    log::Warn("serving without an auth token off loopback, by choice "
+              "(MCP_EXEC_ALLOW_UNAUTHENTICATED=1): anyone who can reach the address can run code",
+              {{"addr", config->addr}});
   }
   auto plan = exec::PrepareSandboxes(*config);
   if (!plan.ok()) {
