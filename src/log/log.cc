@@ -57,4 +57,16 @@ void Write(Level level, std::string_view msg, const nlohmann::json& fields) {
   }
 }
 
+std::optional<uint64_t> Throttle::Allow() {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  int64_t last = last_ms_.load();
+  if (now_ms - last < interval_ms_ || !last_ms_.compare_exchange_strong(last, now_ms)) {
+    held_.fetch_add(1);
+    return std::nullopt;
+  }
+  return held_.exchange(0);
+}
+
 }  // namespace mcpexec::log

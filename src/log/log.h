@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace mcpexec::log {
@@ -29,5 +33,23 @@ inline void Debug(std::string_view msg, const nlohmann::json& fields = nlohmann:
 
 // Debug lines are dropped unless enabled (MCP_EXEC_LOG_LEVEL=debug).
 void SetMinimumLevel(Level level);
+
+// Lets one line of a kind through per interval and counts those held back, for lines that
+// clients can cause at will (refused connections, foreign origins): a flood of requests must not
+// become a flood of the log. Thread-safe.
+class Throttle {
+ public:
+  explicit Throttle(std::chrono::milliseconds interval = std::chrono::seconds(10))
+      : interval_ms_(interval.count()) {}
+
+  // nullopt: hold this line back. Otherwise write it, with the number of lines held back since
+  // the last one written.
+  std::optional<uint64_t> Allow();
+
+ private:
+  const int64_t interval_ms_;
+  std::atomic<int64_t> last_ms_{INT64_MIN / 2};
+  std::atomic<uint64_t> held_{0};
+};
 
 }  // namespace mcpexec::log

@@ -57,6 +57,9 @@ TEST_F(AdmitTest, UnknownPathsAre404BeforeAuth) {
 TEST_F(AdmitTest, ForeignOriginIs403BeforeTheToken) {
   EXPECT_EQ(Status(Head("POST /mcp", "Origin: http://evil.example\r\nContent-Length: 2\r\n")), 403);
   EXPECT_TRUE(res_.close);
+  // Without a body too: a refused client gets nothing from keeping the connection.
+  EXPECT_EQ(Status(Head("GET /sse", "Origin: http://evil.example\r\n")), 403);
+  EXPECT_TRUE(res_.close);
   EXPECT_EQ(Status(Head("GET /sse", std::string("Origin: http://localhost:5173\r\n") + kAuth)), 0);
 }
 
@@ -64,7 +67,7 @@ TEST_F(AdmitTest, MissingOrWrongTokenIs401BeforeMethodAndSize) {
   EXPECT_EQ(Status(Head("GET /sse")), 401);
   ASSERT_NE(res_.FindHeader("WWW-Authenticate"), nullptr);
   EXPECT_EQ(*res_.FindHeader("WWW-Authenticate"), "Bearer");
-  EXPECT_FALSE(res_.close);
+  EXPECT_TRUE(res_.close);
   EXPECT_EQ(Status(Head("PUT /mcp")), 401);
   EXPECT_EQ(Status(Head("POST /mcp", "Content-Length: 999999\r\n")), 401);
   EXPECT_TRUE(res_.close);

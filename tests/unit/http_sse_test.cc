@@ -76,6 +76,23 @@ TEST(MessageQueue, NotificationsOverBudgetAreDroppedResponsesNever) {
   EXPECT_TRUE(q2->Push("x", MessageQueue::Kind::kNotification));
 }
 
+TEST(MessageQueue, ASlowReaderPastTheQueueCapLosesTheQueue) {
+  auto created = MessageQueue::Create(10, 250);
+  ASSERT_TRUE(created.ok());
+  auto q = *created;
+  EXPECT_TRUE(q->Push(std::string(300, 'a'), MessageQueue::Kind::kResponse));  // alone: fits
+  EXPECT_EQ(q->Take().messages.size(), 1u);
+  EXPECT_TRUE(q->Push(std::string(200, 'b'), MessageQueue::Kind::kResponse));
+  EXPECT_FALSE(q->Overflowed());
+  EXPECT_FALSE(q->Push(std::string(100, 'c'), MessageQueue::Kind::kResponse));
+  EXPECT_TRUE(q->Overflowed());
+  EXPECT_TRUE(Readable(q->WaitFd()));
+  MessageQueue::Batch b = q->Take();
+  EXPECT_TRUE(b.aborted);
+  EXPECT_TRUE(b.messages.empty());
+  EXPECT_FALSE(q->Push("d", MessageQueue::Kind::kResponse));
+}
+
 TEST(MessageQueue, AbortWakesTheReaderAndStopsPushes) {
   auto q = NewQueue();
   q->Abort();

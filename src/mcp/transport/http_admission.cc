@@ -78,16 +78,25 @@ Admission Admit(const AdmissionPolicy& policy, const Request& req, Response& res
   const Route* route = FindRoute(head.path);
   if (route == nullptr) return reject(404, {{"error", "not found"}});
 
+  // A refused origin or token closes the connection: a client without the right ones gets
+  // nothing from keeping it open.
   if (auto origin = head.Header("Origin");
       origin && !OriginAllowed(*origin, policy.allowed_origins)) {
-    log::Warn("request from a foreign origin refused",
-              {{"origin", std::string(*origin)}, {"path", head.path}, {"remote", req.remote_addr}});
+    static log::Throttle throttle;
+    if (auto held = throttle.Allow()) {
+      log::Warn("request from a foreign origin refused", {{"origin", std::string(*origin)},
+                                                          {"path", head.path},
+                                                          {"remote", req.remote_addr},
+                                                          {"held_back", *held}});
+    }
+    CloseConnection(res);
     return reject(403, {{"error", "origin not allowed"}});
   }
   if (!policy.auth_token.empty()) {
     const auto token = RequestToken(head.Header("X-MCP-AUTH"), head.Header("Authorization"));
     if (!token || !ConstantTimeEquals(*token, policy.auth_token)) {
       res.SetHeader("WWW-Authenticate", "Bearer");
+      CloseConnection(res);
       return reject(401, {{"error", "unauthorized"}});
     }
   }

@@ -83,10 +83,12 @@ void LingeringClose(int sock, int stop_fd) {
 
 bool IsHeadRequest(const RequestHead& head) { return head.method == "HEAD"; }
 
+}  // namespace
+
 // One connection's request loop. Also the StreamSink of the response being streamed.
-class Connection final : public StreamSink {
+class Connection::Impl final : public StreamSink {
  public:
-  Connection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler)
+  Impl(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler)
       : sock_(sock),
         stop_fd_(stop_fd),
         limits_(limits),
@@ -97,19 +99,59 @@ class Connection final : public StreamSink {
             std::chrono::duration_cast<std::chrono::seconds>(limits.keep_alive_timeout).count()))) {
   }
 
-  // Serves requests until the connection should end. True when it ends cleanly (nothing of a
-  // request left unread), false when the socket should be closed with a lingering close.
-  bool Serve() {
-    for (size_t served = 0; served < limits_.keep_alive_max_requests; ++served) {
+  ~Impl() override {
+    if (linger_) {
+      LingeringClose(sock_, stop_fd_);
+    } else {
+      shutdown(sock_, SHUT_RDWR);
+      close(sock_);
+    }
+  }
+
+  // Serves requests until the connection should end.
+  void Serve() {
+    while (served_ < limits_.keep_alive_max_requests) {
       if (in_.empty() &&
           PollWithStop(sock_, POLLIN, stop_fd_, ToMs(limits_.keep_alive_timeout)) <= 0) {
-        return true;  // idle too long, stopping, or the socket failed
+        return;  // idle too long, stopping, or the socket failed
       }
-      const Next next = ServeOne(served + 1 == limits_.keep_alive_max_requests);
-      if (next != Next::kContinue) return next == Next::kClose;
+      if (!ServeNext()) return;
     }
-    return true;
   }
+
+  Intake ReadAvailable() {
+    while (in_.size() < limits_.head.max_head_bytes + kReadChunk) {
+      const size_t old = in_.size();
+      in_.resize(old + kReadChunk);
+      const ssize_t n = recv(sock_, in_.data() + old, kReadChunk, MSG_DONTWAIT);
+      in_.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      if (n == 0) return Intake::kGone;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0) return Intake::kGone;
+      if (static_cast<size_t>(n) < kReadChunk) break;
+    }
+    return HeadBuffered() ? Intake::kReady : Intake::kWaiting;
+  }
+
+  bool ServeReady() {
+    while (served_ < limits_.keep_alive_max_requests) {
+      if (!ServeNext()) return false;
+      if (!HeadBuffered()) return true;
+    }
+    return false;
+  }
+
+  void RefuseSlowHead() {
+    const std::string response = ClosingErrorResponse(408, "request not received in time");
+    // The event loop never waits for a client: what does not fit in the socket buffer is lost.
+    (void)!send(sock_, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+
+  bool HeadStarted() const { return in_.find_first_not_of("\r\n") != std::string::npos; }
+  bool Trusted() const { return trusted_; }
+  const std::string& Remote() const { return remote_; }
+  int Socket() const { return sock_; }
 
   bool Write(std::string_view data) override {
     if (data.empty()) return !write_failed_;  // an empty chunk would end the body
@@ -123,6 +165,21 @@ class Connection final : public StreamSink {
 
  private:
   enum class Next { kContinue, kClose, kLingeringClose };
+
+  // Serves one request. False when the connection is finished.
+  bool ServeNext() {
+    const Next next = ServeOne(++served_ == limits_.keep_alive_max_requests);
+    if (next == Next::kLingeringClose) linger_ = true;
+    return next == Next::kContinue;
+  }
+
+  // A whole request head (or a malformed one) is buffered.
+  bool HeadBuffered() {
+    const HeadParse parse = ParseRequestHead(in_, limits_.head, head_scanned_);
+    if (parse.state != HeadParse::State::kIncomplete) return true;
+    head_scanned_ = parse.scanned;
+    return false;
+  }
 
   int ReadWaitMs() const { return std::min(ToMs(limits_.read_timeout), RemainingMs(deadline_)); }
 
@@ -186,13 +243,7 @@ class Connection final : public StreamSink {
   // A response to a request that could not be parsed or was not received in time; the
   // connection closes after it.
   void SendError(int status, std::string_view reason) {
-    Response res;
-    res.status = status;
-    res.SetContent("{\"error\":\"" + std::string(reason) + "\"}", "application/json");
-    ResponseHeadOptions options;
-    options.content_length = res.body.size();
-    options.keep_alive = false;
-    WriteAll(SerializeResponseHead(res, options), res.body);
+    WriteAll(ClosingErrorResponse(status, reason));
     log::Debug("http request refused",
                {{"status", status}, {"reason", reason}, {"remote", remote_}});
   }
@@ -221,6 +272,7 @@ class Connection final : public StreamSink {
       return Next::kLingeringClose;
     }
     in_.erase(0, parse.consumed);
+    head_scanned_ = 0;
 
     Request req;
     req.head = std::move(parse.head);
@@ -234,7 +286,10 @@ class Connection final : public StreamSink {
 
     Response res;
     try {
-      if (handler_.Admit(req, res) == Admission::kAdmitted) handler_.Handle(req, res);
+      if (handler_.Admit(req, res) == Admission::kAdmitted) {
+        trusted_ = true;
+        handler_.Handle(req, res);
+      }
     } catch (const std::exception& e) {
       res = InternalError(req, std::move(res), e.what());
     } catch (...) {
@@ -356,207 +411,33 @@ class Connection final : public StreamSink {
   bool chunked_ = true;
   bool stream_done_ = false;
   bool write_failed_ = false;
+  size_t head_scanned_ = 0;  // of in_, by an incomplete ParseRequestHead
+  size_t served_ = 0;        // requests served (or refused) on this connection
+  bool trusted_ = false;
+  bool linger_ = false;  // close with a lingering close: a request was left unread
 };
 
-}  // namespace
-
-void ServeConnection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler) {
+Connection::Connection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler) {
   // Responses go out in several writes (headers, then each event): without TCP_NODELAY, Nagle
   // holds the second one back until the client's delayed ACK, ~40 ms per reply.
   const int one = 1;
   setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  bool clean = true;
-  {
-    Connection connection(sock, stop_fd, limits, handler);
-    clean = connection.Serve();
-  }
-  if (!clean) {
-    LingeringClose(sock, stop_fd);
-  } else {
-    shutdown(sock, SHUT_RDWR);
-    close(sock);
-  }
+  impl_ = std::make_unique<Impl>(sock, stop_fd, limits, handler);
 }
 
-// A thread per connection, up to the limit. Finished threads are joined on the next accept or at
-// shutdown.
-class ConnectionServer::Threads {
- public:
-  explicit Threads(size_t max) : max_(max) {}
-  ~Threads() { JoinAll(); }
+Connection::~Connection() = default;
 
-  // Runs fn on a new thread. False when the limit is reached or no thread can be started.
-  bool Spawn(std::function<void()> fn) {
-    std::lock_guard lock(mu_);
-    Reap();
-    if (workers_.size() >= max_) return false;
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    try {
-      workers_.push_back({std::thread([fn = std::move(fn), done] {
-                            fn();
-                            done->store(true);
-                          }),
-                          done});
-    } catch (const std::system_error& e) {
-      log::Error("cannot start a connection thread", {{"error", e.what()}});
-      return false;
-    }
-    return true;
-  }
+void Connection::ServeUntilClosed() { impl_->Serve(); }
+Connection::Intake Connection::ReadAvailable() { return impl_->ReadAvailable(); }
+bool Connection::ServeReady() { return impl_->ServeReady(); }
+void Connection::RefuseSlowHead() { impl_->RefuseSlowHead(); }
+bool Connection::HeadStarted() const { return impl_->HeadStarted(); }
+bool Connection::Trusted() const { return impl_->Trusted(); }
+const std::string& Connection::Remote() const { return impl_->Remote(); }
+int Connection::Socket() const { return impl_->Socket(); }
 
-  void JoinAll() {
-    std::list<Worker> workers;
-    {
-      std::lock_guard lock(mu_);
-      workers.swap(workers_);
-    }
-    for (Worker& w : workers) {
-      if (w.thread.joinable()) w.thread.join();
-    }
-  }
-
- private:
-  struct Worker {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-
-  void Reap() {
-    for (auto it = workers_.begin(); it != workers_.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = workers_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-
-  const size_t max_;
-  std::mutex mu_;
-  std::list<Worker> workers_;
-};
-
-ConnectionServer::ConnectionServer(ConnectionLimits limits, int stop_fd, Handler& handler)
-    : limits_(limits),
-      stop_fd_(stop_fd),
-      handler_(handler),
-      threads_(std::make_unique<Threads>(limits.max_connections)) {}
-
-ConnectionServer::~ConnectionServer() { Join(); }
-
-Result<int> ConnectionServer::Listen(const std::string& host, int port, int backlog) {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port));
-    len = sizeof *v4;
-  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port));
-    len = sizeof *v6;
-  } else {
-    errno = EINVAL;
-    return Errno(ErrorCode::kUnavailable, "inet_pton(" + host + ")");
-  }
-  UniqueFd fd(socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd.Valid()) return Errno(ErrorCode::kUnavailable, "socket");
-  const int one = 1;
-  const int zero = 0;
-  setsockopt(fd.Get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (addr.ss_family == AF_INET6) {
-    setsockopt(fd.Get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-  }
-  if (bind(fd.Get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
-    return Errno(ErrorCode::kUnavailable, "bind");
-  }
-  if (listen(fd.Get(), backlog) != 0) return Errno(ErrorCode::kUnavailable, "listen");
-  len = sizeof addr;
-  if (getsockname(fd.Get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return Errno(ErrorCode::kUnavailable, "getsockname");
-  }
-  listen_fd_ = std::move(fd);
-  return ntohs(addr.ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port);
-}
-
-Result<void> ConnectionServer::Start() {
-  if (!listen_fd_.Valid() || accept_thread_.joinable()) {
-    return MakeError(ErrorCode::kInvalidArgument, "Start() needs a Listen() and runs once");
-  }
-  try {
-    accept_thread_ = std::thread([this] { AcceptLoop(); });
-  } catch (const std::system_error& e) {
-    return MakeError(ErrorCode::kResourceExhausted,
-                     std::string("cannot start the accept thread: ") + e.what());
-  }
-  return Ok();
-}
-
-void ConnectionServer::Join() {
-  if (accept_thread_.joinable()) accept_thread_.join();
-  threads_->JoinAll();
-}
-
-void ConnectionServer::AcceptLoop() {
-  int64_t last_error_log_s = -3600;
-  while (true) {
-    pollfd fds[2] = {{listen_fd_.Get(), POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-    const int n = poll(fds, 2, -1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      log::Error("http accept loop: poll failed", {{"errno", strerrorname_np(errno)}});
-      break;
-    }
-    if (fds[1].revents != 0) break;
-    const int sock = accept4(listen_fd_.Get(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (sock < 0) {
-      const int err = errno;
-      if (err == EINTR || err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED) continue;
-      // Out of descriptors or memory: the pending connection stays queued; back off instead of
-      // spinning on it, and say so at most every 10 s.
-      const int64_t now_s =
-          std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
-      if (now_s - last_error_log_s >= 10) {
-        last_error_log_s = now_s;
-        log::Error("http accept failed", {{"errno", strerrorname_np(err)}});
-      }
-      pollfd stop = {stop_fd_, POLLIN, 0};
-      if (poll(&stop, 1, 50) > 0) break;
-      continue;
-    }
-    const bool spawned =
-        threads_->Spawn([this, sock] { ServeConnection(sock, stop_fd_, limits_, handler_); });
-    if (!spawned) Reject(sock);
-  }
-  listen_fd_.Reset();
-}
-
-void ConnectionServer::Reject(int sock) {
-  // One log line per 10 s of refusals at most: a flood must not flood the log too.
-  const uint64_t refused = refused_.fetch_add(1) + 1;
-  const int64_t now_s =
-      std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
-  int64_t last = last_refusal_log_s_.load();
-  if (now_s - last >= 10 && last_refusal_log_s_.compare_exchange_strong(last, now_s)) {
-    log::Warn("too many connections: refusing new ones with 503",
-              {{"max_connections", limits_.max_connections}, {"refused_so_far", refused}});
-  }
-  static constexpr std::string_view kBody = "{\"error\":\"too many connections\"}";
-  const std::string response =
-      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json"
-      "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
-      std::to_string(kBody.size()) + "\r\n\r\n" + std::string(kBody);
-  // Never block the accept thread: what does not fit in the socket buffer is lost.
-  (void)!send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  shutdown(sock, SHUT_WR);
-  // Closing with unread request bytes would send RST, which can destroy the 503 in flight.
-  char drain[4096];
-  for (int i = 0; i < 16 && recv(sock, drain, sizeof drain, MSG_DONTWAIT) > 0; ++i) {
-  }
-  close(sock);
+void ServeConnection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler) {
+  Connection(sock, stop_fd, limits, handler).ServeUntilClosed();
 }
 
 WaitResult WaitForMessages(int queue_fd, int sock, int stop_fd, std::chrono::milliseconds timeout) {

@@ -1,9 +1,11 @@
-// HTTP/1.1 connections: the listening socket, one thread per connection (capped: beyond the cap
-// the accept thread answers 503 itself), and on each connection the request loop: read a head
+// HTTP/1.1 connections: the listening socket and its event loop, which holds every connection
+// that is waiting for a request head, and on each connection the request loop: read a head
 // (http_request.h), admit it, let the handler read the body and fill a response, write the
 // response (fixed length, or streamed with chunked transfer-coding), and keep the connection
-// alive or close it. Every wait has a timeout and also ends when the server stops; a client that
-// sends a head byte by byte is cut at the request deadline.
+// alive or close it. A connection holds a thread only while one of its requests is served: idle
+// and slow clients cost a socket, so they cannot starve the server of threads. Every wait has a
+// timeout and also ends when the server stops; a client that sends a head byte by byte is cut at
+// its deadline.
 #pragma once
 
 #include <atomic>
@@ -23,8 +25,16 @@
 namespace mcpexec::mcp::http {
 
 struct ConnectionLimits {
-  size_t max_connections = 1024;  // beyond this a new connection gets 503 and is closed
+  size_t max_connections = 1024;  // requests served at once (a thread each); beyond: 503
+  // Connections waiting for a request head (a socket each, no thread). When they are this many,
+  // a new connection pushes out the one idle for longest, preferring those with no admitted
+  // request: a flood of idle connections cannot keep a new client out.
+  size_t max_idle_connections = 8192;
+  size_t max_connections_per_peer = 256;  // open connections from one IP address; beyond: 503
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle time between requests
+  // Idle time allowed to a connection none of whose requests was admitted yet (a new one, or one
+  // answered only with refusals such as 404), and its time to send a whole head.
+  std::chrono::milliseconds untrusted_idle_timeout{5000};
   size_t keep_alive_max_requests = 10000;               // requests per connection
   std::chrono::milliseconds read_timeout{10000};        // a single read of a request
   std::chrono::milliseconds request_timeout{60000};     // reading a whole request, body included
@@ -72,13 +82,58 @@ class Handler {
   virtual void Handle(Request& req, Response& res) = 0;
 };
 
+// One client connection: its socket, what was received and not yet used, and its request loop.
+// Used by one thread at a time; the event loop and the serving threads hand it over.
+class Connection {
+ public:
+  // Takes ownership of `sock`. `limits`, `handler` and `stop_fd` must outlive the connection.
+  Connection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler);
+  // Closes the socket, with a lingering close when a request was left unread.
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Blocking: serves requests until the client or a limit ends the connection, or stop_fd is
+  // readable.
+  void ServeUntilClosed();
+
+  enum class Intake {
+    kWaiting,  // a request head is not complete yet
+    kReady,    // a whole head (or a malformed one, to be refused) is buffered: ServeReady()
+    kGone,     // the client closed the connection, or the socket failed
+  };
+  // Reads what the socket holds without blocking (at most a head's worth beyond what is
+  // buffered).
+  Intake ReadAvailable();
+  // Serves every request whose head is buffered, reading bodies and writing responses with the
+  // usual timeouts. True when the connection stays open and waits for its next head; false when
+  // it is finished (destroy it to close it).
+  bool ServeReady();
+  // Answers 408 without blocking, for a head not received in time; the caller then closes it.
+  void RefuseSlowHead();
+
+  // Bytes of a request head have arrived (not just the empty lines allowed between requests).
+  bool HeadStarted() const;
+  // One of its requests got past admission (the token, when one is set).
+  bool Trusted() const;
+  // The client's IP address; empty when unknown.
+  const std::string& Remote() const;
+  int Socket() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Serves one connected socket on the calling thread until the client or a limit ends the
 // connection, or `stop_fd` (an eventfd, or any fd that becomes readable) is readable. Takes
 // ownership of `sock` and closes it.
 void ServeConnection(int sock, int stop_fd, const ConnectionLimits& limits, Handler& handler);
 
-// A listening socket and its accept thread. `handler` must outlive it; `stop_fd` is owned by the
-// caller: once it is readable the accept loop and every connection end.
+// A listening socket and its event loop, which accepts connections, holds the idle ones, and
+// hands a connection to a thread of its own while a request on it is served. `handler` must
+// outlive it; `stop_fd` is owned by the caller: once it is readable the loop and every
+// connection end.
 class ConnectionServer {
  public:
   ConnectionServer(ConnectionLimits limits, int stop_fd, Handler& handler);
@@ -93,25 +148,21 @@ class ConnectionServer {
   // Accepts and serves connections on a background thread until stop_fd is readable. Call once,
   // after Listen().
   Result<void> Start();
-  // Waits for the accept thread and every connection thread to end (they end once stop_fd is
+  // Waits for the event loop and every serving thread to end (they end once stop_fd is
   // readable). Idempotent.
   void Join();
 
   const ConnectionLimits& Limits() const { return limits_; }
 
  private:
-  class Threads;
-  void AcceptLoop();
-  void Reject(int sock);
+  class Loop;
 
   const ConnectionLimits limits_;
   const int stop_fd_;
   Handler& handler_;
   UniqueFd listen_fd_;
-  std::unique_ptr<Threads> threads_;
-  std::thread accept_thread_;
-  std::atomic<uint64_t> refused_{0};
-  std::atomic<int64_t> last_refusal_log_s_{-3600};
+  std::unique_ptr<Loop> loop_;
+  std::thread loop_thread_;
 };
 
 // What ended a wait for queued messages.

@@ -120,6 +120,17 @@ std::string SerializeResponseHead(const Response& res, const ResponseHeadOptions
   return out;
 }
 
+std::string ClosingErrorResponse(int status, std::string_view reason, int retry_after_s) {
+  Response res;
+  res.status = status;
+  res.SetContent("{\"error\":\"" + std::string(reason) + "\"}", "application/json");
+  if (retry_after_s > 0) res.SetHeader("Retry-After", std::to_string(retry_after_s));
+  ResponseHeadOptions options;
+  options.content_length = res.body.size();
+  options.keep_alive = false;
+  return SerializeResponseHead(res, options) + res.body;
+}
+
 std::string ChunkHeader(size_t size) {
   static constexpr char kHex[] = "0123456789abcdef";
   char digits[2 * sizeof(size_t)];

@@ -74,6 +74,11 @@ struct ResponseHeadOptions {
 // response. Pure.
 std::string SerializeResponseHead(const Response& res, const ResponseHeadOptions& options);
 
+// A whole response that ends its connection: `status` with {"error":"<reason>"} as its JSON
+// body, and Retry-After when `retry_after_s` > 0. `reason` is plain text (no quotes or
+// backslashes). Pure.
+std::string ClosingErrorResponse(int status, std::string_view reason, int retry_after_s = 0);
+
 // The reason phrase for `status` ("Not Found"); "Unknown" for codes this server never sends.
 std::string_view StatusReason(int status);
 

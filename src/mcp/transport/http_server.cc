@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -50,20 +51,33 @@ std::string SupportedVersions() {
   return out;
 }
 
-// Each connection needs a socket and, while it streams, an eventfd: more connections than the
-// descriptor limit allows would make accept() fail with EMFILE instead of answering 503.
-size_t ConnectionCap(size_t wanted) {
-  constexpr rlim_t kReserve = 128;  // log, listener, sandboxes' pipes and pidfds
+// Fits the connection caps into the descriptor limit, first raising the soft limit to the hard
+// one (sandboxes get their own, lower, RLIMIT_NOFILE). A request being served needs a socket and,
+// while it streams, an eventfd; an idle connection needs its socket. More connections than the
+// limit allows would make accept() fail with EMFILE instead of answering 503.
+void FitConnectionCaps(http::ConnectionLimits& limits) {
+  constexpr rlim_t kReserve = 128;  // log, listener, event loop, sandboxes' pipes and pidfds
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
-  const size_t fit = limit.rlim_cur > kReserve ? (limit.rlim_cur - kReserve) / 2 : 1;
-  if (fit >= wanted) return wanted;
-  log::Warn("open file limit caps concurrent http connections",
-            {{"max_connections", fit},
-             {"wanted", wanted},
-             {"rlimit_nofile", limit.rlim_cur},
-             {"fix", "raise the soft limit (ulimit -n)"}});
-  return fit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  if (limit.rlim_cur == RLIM_INFINITY) return;
+  const size_t budget = limit.rlim_cur > kReserve ? limit.rlim_cur - kReserve : 2;
+  const size_t active = std::min(limits.max_connections, std::max<size_t>(budget / 4, 1));
+  const size_t idle = std::min(limits.max_idle_connections,
+                               std::max<size_t>(budget - 2 * active, 1));
+  if (active < limits.max_connections || idle < limits.max_idle_connections) {
+    log::Warn("open file limit caps http connections",
+              {{"max_connections", active},
+               {"max_idle_connections", idle},
+               {"rlimit_nofile", limit.rlim_cur},
+               {"fix", "raise the hard limit (LimitNOFILE=, ulimit -Hn)"}});
+  }
+  limits.max_connections = active;
+  limits.max_idle_connections = idle;
 }
 
 }  // namespace
@@ -127,8 +141,12 @@ Result<int> HttpServer::Impl::Start() {
   stop_fd_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop_fd_.Valid()) return Errno(ErrorCode::kResourceExhausted, "eventfd");
   http::ConnectionLimits limits;
-  limits.max_connections = ConnectionCap(options_.max_connections);
+  limits.max_connections = options_.max_connections;
+  limits.max_idle_connections = options_.max_idle_connections;
+  limits.max_connections_per_peer = options_.max_connections_per_peer;
+  FitConnectionCaps(limits);
   limits.keep_alive_timeout = options_.keep_alive_timeout;
+  limits.untrusted_idle_timeout = options_.untrusted_idle_timeout;
   limits.read_timeout = options_.read_timeout;
   limits.request_timeout = options_.request_timeout;
   limits.write_timeout = options_.write_timeout;
@@ -412,7 +430,8 @@ void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {
 void HttpServer::Impl::GetSse(const Request& req, Response& res) {
   std::optional<std::string> id = NewSessionId(res);
   if (!id) return;
-  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
+  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes,
+                                          options_.max_sse_queued_bytes);
   if (!queue.ok()) {
     log::Error("cannot open an event stream", {{"error", queue.error().message}});
     SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
@@ -440,7 +459,12 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
         }
         return Pump(sock, *queue, out, nullptr);
       },
-      [this, id = *id](bool) { RemoveSession(id, "event stream closed"); });
+      [this, id = *id, queue = *queue](bool) {
+        RemoveSession(id, queue->Overflowed()
+                              ? "the client fell behind its event stream by more than " +
+                                    std::to_string(options_.max_sse_queued_bytes) + " bytes"
+                              : std::string("event stream closed"));
+      });
 }
 
 void HttpServer::Impl::PostMessages(const Request& req, Response& res) {

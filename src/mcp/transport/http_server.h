@@ -35,12 +35,21 @@ struct HttpServerOptions {
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle connection between requests
   std::chrono::milliseconds sse_keep_alive{15000};      // comment on an idle event stream
 
-  size_t max_connections = 1024;  // open connections (each holds a thread); beyond: 503
+  size_t max_connections = 1024;  // requests served at once (each holds a thread); beyond: 503
+  // Connections waiting for a request (a descriptor each); beyond, the one idle for longest,
+  // preferring those with no admitted request, is closed to make room.
+  size_t max_idle_connections = 8192;
+  size_t max_connections_per_peer = 256;  // open connections from one IP address; beyond: 503
+  // Idle time, and time to send a request head, for a connection with no admitted request yet.
+  std::chrono::milliseconds untrusted_idle_timeout{5000};
   size_t max_sessions = 4096;     // open sessions; beyond (after expiring idle ones): 503
   // A Streamable HTTP session unused for this long, with nothing running, is closed. Legacy SSE
   // sessions live as long as their stream.
   std::chrono::milliseconds session_idle_timeout{std::chrono::hours(1)};
   size_t max_pending_notification_bytes = 4u << 20;  // per stream, for clients that stop reading
+  // Everything a legacy SSE stream may hold unread; a client that falls further behind loses its
+  // stream and its session.
+  size_t max_sse_queued_bytes = 32u << 20;
 };
 
 class HttpServer {

@@ -9,14 +9,18 @@
 
 namespace mcpexec::mcp::http {
 
-Result<std::shared_ptr<MessageQueue>> MessageQueue::Create(size_t max_pending_bytes) {
+Result<std::shared_ptr<MessageQueue>> MessageQueue::Create(size_t max_pending_bytes,
+                                                           size_t max_queued_bytes) {
   UniqueFd event(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!event.Valid()) return Errno(ErrorCode::kResourceExhausted, "eventfd");
-  return std::shared_ptr<MessageQueue>(new MessageQueue(std::move(event), max_pending_bytes));
+  return std::shared_ptr<MessageQueue>(
+      new MessageQueue(std::move(event), max_pending_bytes, max_queued_bytes));
 }
 
-MessageQueue::MessageQueue(UniqueFd event, size_t max_pending_bytes)
-    : event_(std::move(event)), max_pending_bytes_(max_pending_bytes) {}
+MessageQueue::MessageQueue(UniqueFd event, size_t max_pending_bytes, size_t max_queued_bytes)
+    : event_(std::move(event)),
+      max_pending_bytes_(max_pending_bytes),
+      max_queued_bytes_(max_queued_bytes) {}
 
 void MessageQueue::Signal() {
   const uint64_t one = 1;
@@ -28,6 +32,13 @@ bool MessageQueue::Push(std::string message, Kind kind) {
   std::lock_guard lock(mu_);
   if (final_pushed_ || aborted_) return false;
   if (kind == Kind::kNotification && pending_bytes_ + message.size() > max_pending_bytes_) {
+    return false;
+  }
+  if (!pending_.empty() && pending_bytes_ + message.size() > max_queued_bytes_) {
+    aborted_ = overflowed_ = true;
+    pending_.clear();
+    pending_bytes_ = 0;
+    Signal();
     return false;
   }
   pending_bytes_ += message.size();
@@ -42,6 +53,11 @@ void MessageQueue::Abort() {
   if (aborted_ || final_pushed_) return;
   aborted_ = true;
   Signal();
+}
+
+bool MessageQueue::Overflowed() const {
+  std::lock_guard lock(mu_);
+  return overflowed_;
 }
 
 MessageQueue::Batch MessageQueue::Take() {

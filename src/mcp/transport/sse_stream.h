@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -29,11 +30,18 @@ class MessageQueue {
   };
 
   // `max_pending_bytes` bounds what notifications may pile up while the client is not reading.
-  static Result<std::shared_ptr<MessageQueue>> Create(size_t max_pending_bytes);
+  // `max_queued_bytes` bounds everything pending: a response that would pass it (unless the
+  // queue is empty) aborts the queue instead, so a client that stops reading a stream that never
+  // ends (legacy SSE) loses the stream, and the server keeps its memory.
+  static Result<std::shared_ptr<MessageQueue>> Create(size_t max_pending_bytes,
+                                                      size_t max_queued_bytes = SIZE_MAX);
 
   // Adds a message. False when it was dropped (over budget, or after the final response, or
-  // after Abort). Thread-safe; never blocks on I/O.
+  // after Abort) or, over `max_queued_bytes`, it aborted the queue. Thread-safe; never blocks
+  // on I/O.
   bool Push(std::string message, Kind kind);
+  // Abort() was caused by a reader too slow for `max_queued_bytes`.
+  bool Overflowed() const;
   // Ends the queue without a final response (the session went away). Thread-safe.
   void Abort();
 
@@ -49,12 +57,14 @@ class MessageQueue {
   int WaitFd() const { return event_.Get(); }
 
  private:
-  MessageQueue(UniqueFd event, size_t max_pending_bytes);
+  MessageQueue(UniqueFd event, size_t max_pending_bytes, size_t max_queued_bytes);
   void Signal();
 
   const UniqueFd event_;
   const size_t max_pending_bytes_;
-  std::mutex mu_;
+  const size_t max_queued_bytes_;
+  mutable std::mutex mu_;
+  bool overflowed_ = false;
   std::vector<std::string> pending_;
   size_t pending_bytes_ = 0;
   bool final_pushed_ = false;
