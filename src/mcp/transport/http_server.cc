@@ -173,10 +173,6 @@ Result<int> HttpServer::Impl::Start() {
   log::Info("http server listening", {{"address", bound.ToString()},
                                       {"endpoints", {"/mcp", "/sse", "/healthz"}},
                                       {"auth", !options_.auth_token.empty()}});
-  if (!options_.listen.IsLoopback() && options_.auth_token.empty()) {
-    log::Warn("listening on a non-loopback address without an auth token: anyone who can reach " +
-              bound.ToString() + " can run code. Set MCP_EXEC_AUTH_TOKEN, or listen on 127.0.0.1");
-  }
   return *port;
 }
 

@@ -23,7 +23,7 @@ namespace mcpexec::mcp {
 
 struct HttpServerOptions {
   http::ListenAddress listen;  // from http::ParseListenAddress(MCP_EXEC_ADDR)
-  std::string auth_token;      // empty = no auth (a warning is logged off loopback)
+  std::string auth_token;      // empty = no auth (serve refuses that off loopback)
   // Origins allowed besides http(s)://localhost|127.0.0.1|[::1]:any; "*" allows all.
   std::vector<std::string> allowed_origins;
   size_t max_body_bytes = 8u << 20;  // a larger POST body gets 413 before it is read
