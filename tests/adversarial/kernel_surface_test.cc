@@ -79,8 +79,9 @@ TEST_P(Adversarial, NS_09_UserfaultfdIsDenied) {
   EXPECT_EQ(o["open /dev/userfaultfd"], json("ENOENT"));
 }
 
-// AF_INET raw sockets pass the filter (AF_INET is allowed) and are refused by the kernel for
-// want of CAP_NET_RAW; every other family here is refused by the filter.
+// Every family here, and raw AF_INET and AF_INET6 sockets, are refused by the filter (raw ones
+// would be refused by the kernel too, for want of CAP_NET_RAW: the next case shows the filter's
+// part).
 TEST_P(Adversarial, NS_10_SocketFamiliesBeyondInetAndUnixAreDenied) {
   json o = Contained("ns10_socket_families");
   ExpectEach(o, {"AF_UNIX stream", "AF_INET stream", "AF_INET6 dgram", "AF_NETLINK route"}, "ok");
@@ -89,6 +90,42 @@ TEST_P(Adversarial, NS_10_SocketFamiliesBeyondInetAndUnixAreDenied) {
               "AF_NETLINK audit", "AF_NETLINK netfilter", "AF_NETLINK uevent", "AF_NETLINK xfrm",
               "AF_KEY", "AF_RDS", "AF_TIPC", "AF_BLUETOOTH", "AF_XDP", "AF_CAN", "AF_SMC",
               "escalate: unshare(NEWUSER|NEWNS|NEWNET)"},
+             "EPERM");
+}
+
+// Issue 11, finding 3: socket() checked only the family. Types and protocols beyond TCP, UDP,
+// Unix and NETLINK_ROUTE get the filter's EPERM: without the filter the kernel creates MPTCP and
+// UDP-Lite sockets (built into most kernels) and answers the others with EPROTONOSUPPORT,
+// ESOCKTNOSUPPORT, EINVAL or EACCES (ping sockets), never EPERM; raw sockets with protocol 300
+// get EINVAL (above IPPROTO_MAX) before the kernel checks CAP_NET_RAW.
+TEST_P(Adversarial, NS_10_SocketTypesAndProtocolsBeyondWhatPythonUsesAreDenied) {
+  json o = Contained("ns10_socket_protocols");
+  ExpectEach(o,
+             {"AF_UNIX stream", "AF_UNIX dgram", "AF_UNIX seqpacket", "AF_INET stream",
+              "AF_INET stream tcp", "AF_INET dgram", "AF_INET dgram udp", "AF_INET6 stream",
+              "AF_INET6 stream tcp", "AF_INET6 dgram", "AF_INET6 dgram udp",
+              "AF_INET stream nonblock cloexec", "AF_NETLINK route raw", "AF_NETLINK route dgram"},
+             "ok");
+  ExpectEach(o,
+             {"AF_INET packet", "AF_INET raw proto 300", "AF_INET6 raw proto 300",
+              "AF_INET ping", "AF_INET6 ping", "AF_INET smc", "AF_INET6 smc",
+              "AF_INET sctp stream", "AF_INET sctp seqpacket", "AF_INET6 sctp stream",
+              "AF_INET dccp", "AF_INET6 dccp", "AF_INET l2tp", "AF_INET6 l2tp", "AF_INET mptcp",
+              "AF_INET6 mptcp", "AF_INET udplite", "AF_INET6 udplite", "AF_INET stream udp",
+              "AF_INET dgram tcp", "AF_INET seqpacket", "AF_INET stream unknown flag",
+              "AF_UNIX raw", "AF_UNIX stream proto 1", "AF_NETLINK route seqpacket"},
+             "EPERM");
+}
+
+// Issue 11, finding 2: socketpair() was allowed for every family (a pair in AF_TIPC where TIPC
+// is built in). Now AF_UNIX only; the kernel would answer the others with EAFNOSUPPORT or
+// EOPNOTSUPP, so EPERM is the filter's.
+TEST_P(Adversarial, NS_10_SocketpairIsUnixOnly) {
+  json o = Contained("ns10_socketpair_families");
+  ExpectEach(o, {"AF_UNIX stream", "AF_UNIX dgram", "AF_UNIX seqpacket"}, "ok");
+  ExpectEach(o,
+             {"AF_TIPC", "AF_INET", "AF_INET6", "AF_NETLINK", "AF_VSOCK", "AF_ALG", "AF_RDS",
+              "AF_CAN", "AF_BLUETOOTH", "AF_SMC"},
              "EPERM");
 }
 

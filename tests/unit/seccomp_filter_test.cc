@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -163,6 +164,17 @@ long Socket(int family, int type, int protocol) {
   const long fd = syscall(SYS_socket, family, type, protocol);
   if (fd >= 0) close(static_cast<int>(fd));
   return fd;
+}
+
+// socketpair(2) with the raw syscall; closes the pair it gets.
+long SocketPair(int family, int type, int protocol) {
+  int sv[2];
+  const long rc = syscall(SYS_socketpair, family, type, protocol, sv);
+  if (rc == 0) {
+    close(sv[0]);
+    close(sv[1]);
+  }
+  return rc;
 }
 
 long ReadOwnStatus() {
@@ -338,6 +350,85 @@ TEST(DefaultProfile, AllowsWhatProgramsNeed) {
        [] { return syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, nullptr); }, EFAULT},
   };
   ExpectProbes(filter, probes);
+}
+
+// Issue 11, finding 2: socketpair() was allowed for every family; AF_TIPC (and any family
+// built into the kernel) got a pair. Each of these fails in the kernel with another errno
+// (EAFNOSUPPORT, EOPNOTSUPP), so EPERM is the filter's.
+TEST(DefaultProfile, SocketpairIsUnixOnly) {
+  ASSERT_COMPILED(filter, LoadSeccompFilter(DefaultProfilePath()));
+  ExpectProbes(
+      filter,
+      {{"socketpair(AF_UNIX, SOCK_STREAM)", [] { return SocketPair(AF_UNIX, SOCK_STREAM, 0); }, 0},
+       {"socketpair(AF_UNIX, SOCK_DGRAM|SOCK_CLOEXEC)",
+        [] { return SocketPair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0); }, 0},
+       {"socketpair(AF_UNIX, SOCK_SEQPACKET)",
+        [] { return SocketPair(AF_UNIX, SOCK_SEQPACKET, 0); }, 0},
+       {"socketpair(AF_TIPC)", [] { return SocketPair(AF_TIPC, SOCK_SEQPACKET, 0); }, EPERM},
+       {"socketpair(AF_INET)", [] { return SocketPair(AF_INET, SOCK_STREAM, 0); }, EPERM},
+       {"socketpair(AF_INET6)", [] { return SocketPair(AF_INET6, SOCK_DGRAM, 0); }, EPERM},
+       {"socketpair(AF_NETLINK)", [] { return SocketPair(AF_NETLINK, SOCK_RAW, 0); }, EPERM},
+       {"socketpair(AF_VSOCK)", [] { return SocketPair(AF_VSOCK, SOCK_STREAM, 0); }, EPERM},
+       {"socketpair(AF_ALG)", [] { return SocketPair(AF_ALG, SOCK_SEQPACKET, 0); }, EPERM}});
+}
+
+// Issue 11, finding 3: socket() checked only the family, so AF_INET reached SCTP, MPTCP, SMC,
+// UDP-Lite, L2TP, ping sockets, SOCK_PACKET and raw sockets. Without the filter the kernel
+// answers these with another errno or creates the socket (MPTCP and UDP-Lite are often built
+// in); raw sockets with protocol 300 get EINVAL from the kernel (above IPPROTO_MAX), so their
+// EPERM is the filter's too.
+TEST(DefaultProfile, SocketTypesAndProtocolsBeyondWhatPythonUsesAreDenied) {
+  ASSERT_COMPILED(filter, LoadSeccompFilter(DefaultProfilePath()));
+  ExpectProbes(
+      filter,
+      {{"AF_INET SOCK_PACKET", [] { return Socket(AF_INET, SOCK_PACKET, 0); }, EPERM},
+       {"AF_INET SOCK_RAW proto 300", [] { return Socket(AF_INET, SOCK_RAW, 300); }, EPERM},
+       {"AF_INET6 SOCK_RAW proto 300", [] { return Socket(AF_INET6, SOCK_RAW, 300); }, EPERM},
+       {"AF_INET SOCK_RAW ICMP", [] { return Socket(AF_INET, SOCK_RAW, IPPROTO_ICMP); }, EPERM},
+       {"AF_INET SOCK_DGRAM ICMP (ping)",
+        [] { return Socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP); }, EPERM},
+       {"AF_INET SMC (256)", [] { return Socket(AF_INET, SOCK_STREAM, 256); }, EPERM},
+       {"AF_INET SCTP stream", [] { return Socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP); }, EPERM},
+       {"AF_INET SCTP seqpacket",
+        [] { return Socket(AF_INET, SOCK_SEQPACKET, IPPROTO_SCTP); }, EPERM},
+       {"AF_INET6 SCTP stream", [] { return Socket(AF_INET6, SOCK_STREAM, IPPROTO_SCTP); }, EPERM},
+       {"AF_INET DCCP", [] { return Socket(AF_INET, SOCK_DCCP, IPPROTO_DCCP); }, EPERM},
+       {"AF_INET L2TP (115)", [] { return Socket(AF_INET, SOCK_DGRAM, 115); }, EPERM},
+       {"AF_INET MPTCP (262)", [] { return Socket(AF_INET, SOCK_STREAM, 262); }, EPERM},
+       {"AF_INET6 MPTCP (262)", [] { return Socket(AF_INET6, SOCK_STREAM, 262); }, EPERM},
+       {"AF_INET UDP-Lite", [] { return Socket(AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE); }, EPERM},
+       {"AF_INET SOCK_STREAM UDP", [] { return Socket(AF_INET, SOCK_STREAM, IPPROTO_UDP); }, EPERM},
+       {"AF_UNIX SOCK_RAW", [] { return Socket(AF_UNIX, SOCK_RAW, 0); }, EPERM},
+       {"AF_UNIX proto 1", [] { return Socket(AF_UNIX, SOCK_STREAM, 1); }, EPERM},
+       {"AF_NETLINK SOCK_RAW NETLINK_AUDIT", [] { return Socket(AF_NETLINK, SOCK_RAW, 9); }, EPERM},
+       // Flags other than SOCK_NONBLOCK and SOCK_CLOEXEC (the kernel says EINVAL).
+       {"AF_INET SOCK_STREAM | 0x100", [] { return Socket(AF_INET, SOCK_STREAM | 0x100, 0); },
+        EPERM}});
+}
+
+TEST(DefaultProfile, AllowsTheSocketsPythonUses) {
+  ASSERT_COMPILED(filter, LoadSeccompFilter(DefaultProfilePath()));
+  constexpr int kFlags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+  ExpectProbes(
+      filter,
+      {{"AF_UNIX SOCK_STREAM", [] { return Socket(AF_UNIX, SOCK_STREAM, 0); }, 0},
+       {"AF_UNIX SOCK_DGRAM|flags", [] { return Socket(AF_UNIX, SOCK_DGRAM | kFlags, 0); }, 0},
+       {"AF_UNIX SOCK_SEQPACKET", [] { return Socket(AF_UNIX, SOCK_SEQPACKET, 0); }, 0},
+       {"AF_INET SOCK_STREAM", [] { return Socket(AF_INET, SOCK_STREAM, 0); }, 0},
+       {"AF_INET SOCK_STREAM|SOCK_CLOEXEC TCP",
+        [] { return Socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP); }, 0},
+       {"AF_INET SOCK_DGRAM|flags", [] { return Socket(AF_INET, SOCK_DGRAM | kFlags, 0); }, 0},
+       {"AF_INET SOCK_DGRAM UDP", [] { return Socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP); }, 0},
+       {"AF_INET6 SOCK_STREAM|SOCK_NONBLOCK",
+        [] { return Socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 0); }, 0},
+       {"AF_INET6 SOCK_STREAM TCP", [] { return Socket(AF_INET6, SOCK_STREAM, IPPROTO_TCP); }, 0},
+       {"AF_INET6 SOCK_DGRAM", [] { return Socket(AF_INET6, SOCK_DGRAM, 0); }, 0},
+       {"AF_INET6 SOCK_DGRAM UDP|flags",
+        [] { return Socket(AF_INET6, SOCK_DGRAM | kFlags, IPPROTO_UDP); }, 0},
+       {"AF_NETLINK SOCK_RAW|SOCK_CLOEXEC NETLINK_ROUTE",
+        [] { return Socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0); }, 0},
+       {"AF_NETLINK SOCK_DGRAM NETLINK_ROUTE", [] { return Socket(AF_NETLINK, SOCK_DGRAM, 0); },
+        0}});
 }
 
 #if defined(__x86_64__)
