@@ -370,10 +370,12 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   plan->argv_ = {exec_path, kProgramPath};
   plan->env_ = {kPathEnv, std::string("HOME=") + kWorkspaceDir, "LANG=C.UTF-8", "MPLBACKEND=Agg",
                 "PYTHONDONTWRITEBYTECODE=1"};
-  // Every run: no core dumps, no file larger than the workspace, a bound on open files.
+  // Every run: no file larger than the workspace, and the fixed limits of kProgramRlimits.
   const rlim_t fsize = static_cast<rlim_t>(spec.workspace_bytes);
-  plan->rlimits_ = {Lowered(RLIMIT_CORE, 0, 0), Lowered(RLIMIT_FSIZE, fsize, fsize),
-                    Lowered(RLIMIT_NOFILE, kOpenFilesMax, kOpenFilesMax)};
+  plan->rlimits_ = {Lowered(RLIMIT_FSIZE, fsize, fsize)};
+  for (const FixedRlimit& r : kProgramRlimits) {
+    plan->rlimits_.push_back(Lowered(r.resource, r.value, r.value));
+  }
   for (const limits::RlimitSetting& r : limits->ProgramRlimits()) {
     plan->rlimits_.push_back(Lowered(r.resource, r.soft, r.hard));
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/capability.h>
+#include <sys/resource.h>
 
 #include <memory>
 #include <optional>
@@ -80,6 +81,32 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
 
 // Every run's open-file limit (RLIMIT_NOFILE, soft and hard).
 inline constexpr rlim_t kOpenFilesMax = 1024;
+// Every run's locked-memory limit (RLIMIT_MEMLOCK): the kernel's default before 5.16. Nothing in
+// the rootfs locks memory; mlock beyond it fails with ENOMEM.
+inline constexpr rlim_t kMemlockBytes = 64 * 1024;
+// Every run's bound on queued signals (RLIMIT_SIGPENDING). It holds real-time signals; the
+// kernel lets standard signals sent with kill() past it.
+inline constexpr rlim_t kPendingSignalsMax = 1024;
+
+struct FixedRlimit {
+  int resource;
+  rlim_t value;  // soft and hard
+};
+
+// The limits every run gets whatever the server inherited, each lowered to this process's hard
+// limit when that is below (the program cannot raise one). RLIMIT_RTPRIO 0: no SCHED_FIFO or
+// SCHED_RR, whose threads cpu.max does not throttle. RLIMIT_NICE 0: no nice value below the
+// one inherited. RLIMIT_MSGQUEUE 0: no bytes for POSIX message queues, which the standard
+// library has no API for.
+inline constexpr FixedRlimit kProgramRlimits[] = {
+    {RLIMIT_CORE, 0},
+    {RLIMIT_NOFILE, kOpenFilesMax},
+    {RLIMIT_RTPRIO, 0},
+    {RLIMIT_NICE, 0},
+    {RLIMIT_MEMLOCK, kMemlockBytes},
+    {RLIMIT_MSGQUEUE, 0},
+    {RLIMIT_SIGPENDING, kPendingSignalsMax},
+};
 
 // Paths inside the sandbox.
 inline constexpr const char* kWorkspaceDir = "/tmp";

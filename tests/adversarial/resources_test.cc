@@ -1,13 +1,16 @@
-// Exhaustion and lifetime (catalogue RES-04 to RES-11): the run ends when its time is up
-// whatever the program does, its output and workspace are capped, nothing it starts outlives
-// it, and its signals stay inside. The fork bomb and the memory bomb (RES-01 to RES-03) belong
-// to the limits backend's tests.
+// Exhaustion and lifetime (catalogue RES-04 to RES-11, and ADV-19): the run ends when its time
+// is up whatever the program does, its output and workspace are capped, nothing it starts
+// outlives it, its signals stay inside, and its rlimits are its own, not the server's. The fork
+// bomb and the memory bomb (RES-01 to RES-03) belong to the limits backend's tests.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "../support/host_processes.h"
 #include "adversarial_test.h"
@@ -121,6 +124,74 @@ TEST_P(Adversarial, RES_11_CoreDumpsAreOff) {
   EXPECT_EQ(o["child"], json("SIGABRT"));
   EXPECT_EQ(o["core dumped"], false);
   EXPECT_EQ(o["core files in /tmp"], json::array());
+}
+
+// Raises this process's limits for its lifetime where it may (as root: all of them), so that a
+// limit the sandbox inherited from the server would show; puts them back when done.
+class GenerousServerLimits {
+ public:
+  GenerousServerLimits() {
+    const std::pair<int, rlim_t> wanted[] = {{RLIMIT_RTPRIO, 99},
+                                             {RLIMIT_NICE, 40},
+                                             {RLIMIT_MEMLOCK, RLIM_INFINITY},
+                                             {RLIMIT_MSGQUEUE, 64 << 20},
+                                             {RLIMIT_SIGPENDING, 1 << 20}};
+    for (const auto& [resource, value] : wanted) {
+      struct rlimit old {};
+      getrlimit(resource, &old);
+      saved_.push_back({resource, old});
+      struct rlimit raised = {value, value};
+      if (setrlimit(resource, &raised) != 0) {
+        // Without CAP_SYS_RESOURCE only the soft limit can go up, to the hard one.
+        raised = {old.rlim_max, old.rlim_max};
+        setrlimit(resource, &raised);
+      }
+    }
+  }
+  ~GenerousServerLimits() {
+    for (const auto& [resource, old] : saved_) setrlimit(resource, &old);
+  }
+  // What the program should get for a limit mcp-exec sets to `value`: that, or the server's hard
+  // limit when it is lower.
+  static json Expected(int resource, rlim_t value) {
+    struct rlimit now {};
+    getrlimit(resource, &now);
+    const rlim_t v = std::min(value, now.rlim_max);
+    return json::array({v, v});
+  }
+
+ private:
+  std::vector<std::pair<int, struct rlimit>> saved_;
+};
+
+// Issue 11, finding 8: RLIMIT_RTPRIO, NICE, MEMLOCK, MSGQUEUE and SIGPENDING came from the
+// server. The server here runs with generous ones (RTPRIO 99, NICE 40, ...): the program still
+// gets mcp-exec's own, cannot raise them (no CAP_SYS_RESOURCE), and the kernel refuses what
+// they bound: SCHED_FIFO and SCHED_RR (EPERM for RTPRIO 0, while SCHED_BATCH passes the filter
+// and works), a lower nice value (EACCES), mlock past 64 KiB (ENOMEM), a POSIX message queue
+// (EMFILE) and the 1025th queued real-time signal (EAGAIN).
+TEST_P(Adversarial, ADV_19_RlimitsAreTheProgramsOwnNotTheServers) {
+  GenerousServerLimits server;
+  json o = Contained("adv19_rlimits");
+  json& limits = o["limits"];
+  EXPECT_EQ(limits["Max realtime priority"], json({0, 0}));
+  EXPECT_EQ(limits["Max nice priority"], json({0, 0}));
+  EXPECT_EQ(limits["Max msgqueue size"], json({0, 0}));
+  EXPECT_EQ(limits["Max locked memory"], GenerousServerLimits::Expected(RLIMIT_MEMLOCK, 64 << 10));
+  const json pending = GenerousServerLimits::Expected(RLIMIT_SIGPENDING, 1024);
+  EXPECT_EQ(limits["Max pending signals"], pending);
+  EXPECT_EQ(limits["Max core file size"], json({0, 0}));
+  EXPECT_EQ(limits["Max open files"], json({1024, 1024}));
+  ExpectEach(o,
+             {"raise RLIMIT_RTPRIO", "raise RLIMIT_NICE", "raise RLIMIT_MEMLOCK",
+              "raise RLIMIT_MSGQUEUE", "raise RLIMIT_SIGPENDING", "SCHED_FIFO", "SCHED_RR"},
+             "EPERM");
+  ExpectEach(o, {"SCHED_BATCH", "SCHED_OTHER", "mlock 4 KiB"}, "ok");
+  EXPECT_EQ(o["lower the nice value"], json("EACCES"));
+  EXPECT_EQ(o["mlock 1 MiB"], json("ENOMEM"));
+  EXPECT_EQ(o["mq_open"], json("EMFILE"));
+  EXPECT_EQ(o["queued real-time signals"], pending[0]);
+  EXPECT_EQ(o["sigqueue after that"], json("EAGAIN"));
 }
 
 }  // namespace

@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "../support/temp_dir.h"
 
@@ -100,6 +103,34 @@ TEST(Compile, ProcIsFreshWithSensitivePathsMaskedOrReadOnly) {
     EXPECT_THAT(d, HasSubstr(std::string("bind the host's /dev/") + dev));
   }
   EXPECT_THAT(d, HasSubstr("make /dev read-only"));
+}
+
+// Issue 11, finding 8: RTPRIO, NICE, MEMLOCK, MSGQUEUE and SIGPENDING were the server's.
+// Each limit is set, soft and hard, never above this process's hard limit.
+TEST(Compile, RlimitsAreSetForTheProgramNotInherited) {
+  FakeRootfs rootfs;
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.workspace_bytes = 1 << 20;
+  auto plan = Compile(spec, TestLimits());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  std::map<int, struct rlimit> set;
+  const PlanView& view = (*plan)->View();
+  for (size_t i = 0; i < view.rlimit_count; ++i) {
+    EXPECT_EQ(set.count(view.rlimits[i].resource), 0u) << "set twice: " << view.rlimits[i].resource;
+    set[view.rlimits[i].resource] = view.rlimits[i].limit;
+  }
+  const std::pair<int, rlim_t> wanted[] = {{RLIMIT_CORE, 0},      {RLIMIT_FSIZE, 1 << 20},
+                                           {RLIMIT_NOFILE, 1024}, {RLIMIT_RTPRIO, 0},
+                                           {RLIMIT_NICE, 0},      {RLIMIT_MEMLOCK, 64 << 10},
+                                           {RLIMIT_MSGQUEUE, 0},  {RLIMIT_SIGPENDING, 1024}};
+  for (const auto& [resource, value] : wanted) {
+    struct rlimit own {};
+    ASSERT_EQ(getrlimit(resource, &own), 0);
+    const rlim_t expected = std::min(value, own.rlim_max);
+    ASSERT_EQ(set.count(resource), 1u) << "resource " << resource << " is inherited";
+    EXPECT_EQ(set[resource].rlim_cur, expected) << "resource " << resource;
+    EXPECT_EQ(set[resource].rlim_max, expected) << "resource " << resource;
+  }
 }
 
 TEST(Compile, EnvironmentIsCleanAndFixed) {
