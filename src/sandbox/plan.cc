@@ -25,11 +25,14 @@ constexpr const char* kRootfsHint =
 constexpr const char* kSearchPath[] = {"/usr/local/bin", "/usr/bin", "/bin"};
 constexpr const char* kPathEnv = "PATH=/usr/local/bin:/usr/bin:/bin";
 
-// The /proc entries Docker masks: files are covered with /dev/null, directories with an empty
-// read-only tmpfs.
-constexpr const char* kMaskedProcFiles[] = {"kcore",       "keys",        "latency_stats",
-                                            "timer_list",  "timer_stats", "sched_debug"};
+// The /proc entries Docker masks (moby's default MaskedPaths; /proc/interrupts shows the host's
+// devices and per-CPU interrupt counts): files are covered with /dev/null, directories with an
+// empty read-only tmpfs. Its /sys entries (firmware, devices/virtual/powercap) need nothing:
+// the sandbox has no /sys.
+constexpr const char* kMaskedProcFiles[] = {
+    "interrupts", "kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug"};
 constexpr const char* kMaskedProcDirs[] = {"acpi", "asound", "scsi"};
+// Docker's ReadonlyPaths.
 constexpr const char* kReadOnlyProcPaths[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
 constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom"};
 // Inodes a tmpfs of `bytes` may hold: one per KiB. Without a cap, empty files (which use no

@@ -96,9 +96,17 @@ TEST(Compile, ProcIsFreshWithSensitivePathsMaskedOrReadOnly) {
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   const std::string d = (*plan)->Describe();
   EXPECT_THAT(d, HasSubstr("mount a fresh /proc: proc -> "));
-  EXPECT_THAT(d, HasSubstr("mask /proc/kcore: /dev/null -> "));
-  EXPECT_THAT(d, HasSubstr("make /proc/sys read-only"));
-  EXPECT_THAT(d, HasSubstr("make /proc/sysrq-trigger read-only"));
+  // Docker's MaskedPaths and ReadonlyPaths under /proc (issue 11, finding 9: interrupts).
+  for (const char* file : {"interrupts", "kcore", "keys", "latency_stats", "timer_list",
+                           "timer_stats", "sched_debug"}) {
+    EXPECT_THAT(d, HasSubstr(std::string("mask /proc/") + file + ": /dev/null -> ")) << file;
+  }
+  for (const char* dir : {"acpi", "asound", "scsi"}) {
+    EXPECT_THAT(d, HasSubstr(std::string("mask /proc/") + dir + ": tmpfs -> ")) << dir;
+  }
+  for (const char* path : {"sys", "sysrq-trigger", "irq", "bus", "fs"}) {
+    EXPECT_THAT(d, HasSubstr(std::string("make /proc/") + path + " read-only")) << path;
+  }
   for (const char* dev : {"null", "zero", "full", "random", "urandom"}) {
     EXPECT_THAT(d, HasSubstr(std::string("bind the host's /dev/") + dev));
   }
