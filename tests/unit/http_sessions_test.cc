@@ -75,14 +75,25 @@ TEST_F(SessionTableTest, FullTableRefusesWhileNothingIsIdle) {
   EXPECT_EQ(table.Size(), 2u);
 }
 
+// A clock the test moves by hand.
+struct FakeClock {
+  std::chrono::steady_clock::time_point now{};
+  SessionTable::Now Fn() {
+    return [this] { return now; };
+  }
+};
+
 TEST_F(SessionTableTest, FullTableClosesIdleStreamableSessionsOnly) {
-  SessionTable table(3, 20ms);
+  FakeClock clock;
+  SessionTable table(3, 20ms, clock.Fn());
   ASSERT_TRUE(table.Add("idle", New("idle")));
   ASSERT_TRUE(table.Add("legacy", New("legacy"), Queue()));  // lives as long as its stream
   ASSERT_TRUE(table.Add("busy", New("busy")));
   auto reply = Queue();
   table.TrackReply("busy", reply);  // a reply still open: not idle
-  std::this_thread::sleep_for(40ms);
+  clock.now += 19ms;
+  EXPECT_FALSE(table.Add("early", New("early")));  // nothing idle for 20 ms yet
+  clock.now += 1ms;
   ASSERT_TRUE(table.Add("new", New("new")));
   EXPECT_EQ(table.Find("idle", SessionTable::Kind::kStreamable), nullptr);
   EXPECT_NE(table.Find("legacy", SessionTable::Kind::kLegacy), nullptr);
@@ -91,13 +102,16 @@ TEST_F(SessionTableTest, FullTableClosesIdleStreamableSessionsOnly) {
 }
 
 TEST_F(SessionTableTest, UseKeepsASessionFromExpiring) {
-  SessionTable table(1, 50ms);
+  FakeClock clock;
+  SessionTable table(1, 50ms, clock.Fn());
   ASSERT_TRUE(table.Add("a", New("a")));
   for (int i = 0; i < 4; ++i) {
-    std::this_thread::sleep_for(20ms);
+    clock.now += 40ms;
     ASSERT_NE(table.Find("a", SessionTable::Kind::kStreamable), nullptr);
   }
   EXPECT_FALSE(table.Add("b", New("b")));
+  clock.now += 50ms;
+  EXPECT_TRUE(table.Add("b", New("b")));
 }
 
 TEST_F(SessionTableTest, CloseAllEmptiesTheTable) {

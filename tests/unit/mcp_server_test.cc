@@ -2,11 +2,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
+#include "base/unique_fd.h"
 #include "mcp/server.h"
 
 namespace mcpexec::mcp {
@@ -41,26 +44,61 @@ class RecordingSink : public MessageSink {
   int finals_ = 0;
 };
 
-// Echoes its arguments; "sleep_ms" makes it wait (reporting progress) until cancelled.
+// Echoes its arguments. {"progress_steps": N} reports progress N times first; {"block": true}
+// makes it wait until it is cancelled or Release()d, after counting itself in WaitStarted().
 class FakeTool : public Tool {
  public:
+  FakeTool() : release_(eventfd(0, EFD_CLOEXEC)) {}
   std::string Name() const override { return "fake"; }
   json Definition() const override {
     return {{"name", "fake"}, {"inputSchema", {{"type", "object"}}}};
   }
   json Call(const json& arguments, const ToolCallContext& context) override {
-    const int sleep_ms = arguments.value("sleep_ms", 0);
-    for (int waited = 0; waited < sleep_ms; waited += 50) {
-      if (context.report_progress) context.report_progress(waited + 1, "waiting");
-      pollfd pfd{context.cancel_fd, POLLIN, 0};
-      if (poll(&pfd, 1, 50) > 0) {
-        ++cancelled;
+    const int steps = arguments.value("progress_steps", 0);
+    for (int i = 0; i < steps; ++i) {
+      if (context.report_progress) context.report_progress(i + 1, "step");
+    }
+    if (arguments.value("block", false)) {
+      Count(started_);
+      pollfd fds[2] = {{context.cancel_fd, POLLIN, 0}, {release_.Get(), POLLIN, 0}};
+      poll(fds, 2, 10000);  // bounded: a broken test fails instead of hanging
+      if (fds[0].revents != 0) {
+        Count(cancelled_);
         return ToolError("cancelled");
       }
     }
     return {{"content", json::array()}, {"structuredContent", arguments}, {"isError", false}};
   }
-  std::atomic<int> cancelled{0};
+
+  // Waits (up to 5 s) until `n` calls have blocked, or have been cancelled; true when they have.
+  bool WaitStarted(int n) { return WaitFor(started_, n); }
+  bool WaitCancelled(int n) { return WaitFor(cancelled_, n); }
+  int Cancelled() {
+    std::lock_guard lock(mu_);
+    return cancelled_;
+  }
+  // Lets every blocked call (and every later one) return.
+  void Release() {
+    const uint64_t one = 1;
+    ASSERT_EQ(write(release_.Get(), &one, sizeof one), 8);
+  }
+
+ private:
+  void Count(int& counter) {
+    std::lock_guard lock(mu_);
+    ++counter;
+    cv_.notify_all();
+  }
+  bool WaitFor(int& counter, int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return counter >= n; });
+  }
+
+  UniqueFd release_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int started_ = 0;
+  int cancelled_ = 0;
 };
 
 class McpServerTest : public ::testing::Test {
@@ -157,11 +195,11 @@ TEST_F(McpServerTest, ToolsListAndCall) {
 TEST_F(McpServerTest, NotificationsAndClientResponsesGetNoReply) {
   Initialize();
   auto sink = std::make_shared<RecordingSink>();
+  // Both are handled on the calling thread: nothing can arrive later.
   EXPECT_EQ(session_->Handle(R"({"jsonrpc":"2.0","method":"notifications/whatever"})", sink),
             Handled::kNoResponse);
   EXPECT_EQ(session_->Handle(R"({"jsonrpc":"2.0","id":9,"result":{}})", sink),
             Handled::kNoResponse);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(sink->Messages().empty());
 }
 
@@ -169,12 +207,12 @@ TEST_F(McpServerTest, ProgressIsSentForATokenAndStopsAtTheResult) {
   Initialize();
   auto sink = std::make_shared<RecordingSink>();
   session_->Handle(json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
-                        {"params", {{"name", "fake"}, {"arguments", {{"sleep_ms", 200}}},
+                        {"params", {{"name", "fake"}, {"arguments", {{"progress_steps", 3}}},
                                     {"_meta", {{"progressToken", "tok"}}}}}}
                        .dump(),
                    sink);
   auto got = sink->WaitFinals(1);
-  ASSERT_GE(got.size(), 3u);
+  ASSERT_EQ(got.size(), 4u);
   double last = -1;
   for (size_t i = 0; i + 1 < got.size(); ++i) {
     EXPECT_EQ(got[i]["method"], "notifications/progress");
@@ -188,39 +226,40 @@ TEST_F(McpServerTest, ProgressIsSentForATokenAndStopsAtTheResult) {
 TEST_F(McpServerTest, CancelledCallSendsNoResult) {
   Initialize();
   auto sink = std::make_shared<RecordingSink>();
-  session_->Handle(R"({"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"fake","arguments":{"sleep_ms":5000}}})",
+  session_->Handle(R"({"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"fake","arguments":{"block":true}}})",
                    sink);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(tool_->WaitStarted(1));
   session_->Handle(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1"}})",
                    std::make_shared<RecordingSink>());
-  for (int i = 0; i < 100 && tool_->cancelled.load() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(tool_->cancelled.load(), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(tool_->WaitCancelled(1));
+  pool_.Drain();  // the call's task has ended: a result would have been sent by now
   EXPECT_TRUE(sink->Messages().empty()) << sink->Messages()[0];
   // Cancelling an unknown or finished id is harmless, and the session goes on.
   session_->Handle(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"zz"}})",
                    std::make_shared<RecordingSink>());
   EXPECT_EQ(Request(3, "ping")["result"], json::object());
+  EXPECT_EQ(tool_->Cancelled(), 1);
 }
 
 TEST_F(McpServerTest, FullQueueIsABusyToolError) {
   Initialize();
-  // Two workers and a queue of one: the fourth concurrent call finds no room.
+  // Two workers and a queue of one: with two calls running and one waiting, the fourth finds
+  // no room.
   std::vector<std::shared_ptr<RecordingSink>> sinks;
   for (int i = 0; i < 3; ++i) {
     sinks.push_back(std::make_shared<RecordingSink>());
     session_->Handle(json{{"jsonrpc", "2.0"}, {"id", i}, {"method", "tools/call"},
-                          {"params", {{"name", "fake"}, {"arguments", {{"sleep_ms", 300}}}}}}
+                          {"params", {{"name", "fake"}, {"arguments", {{"block", true}}}}}}
                          .dump(),
                      sinks.back());
-    // Let a worker take each of the first two before the next arrives.
-    if (i < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (i < 2) {
+      ASSERT_TRUE(tool_->WaitStarted(i + 1));
+    }
   }
   json busy = Request(99, "tools/call", {{"name", "fake"}, {"arguments", json::object()}});
   EXPECT_EQ(busy["result"]["isError"], true);
   EXPECT_THAT(busy["result"]["content"][0]["text"].get<std::string>(), HasSubstr("busy"));
+  tool_->Release();
   for (auto& s : sinks) EXPECT_EQ(s->WaitFinals(1).back()["result"]["isError"], false);
 }
 
@@ -228,23 +267,27 @@ TEST_F(McpServerTest, DuplicateRunningIdIsRefused) {
   Initialize();
   auto sink = std::make_shared<RecordingSink>();
   const std::string call =
-      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fake","arguments":{"sleep_ms":300}}})";
+      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fake","arguments":{"block":true}}})";
   session_->Handle(call, sink);
   EXPECT_EQ(Call(call)["error"]["code"], jsonrpc::kInvalidRequest);
+  tool_->Release();
   EXPECT_EQ(sink->WaitFinals(1).back()["id"], 5);
 }
 
 TEST_F(McpServerTest, CloseCancelsEveryRunningCall) {
   Initialize();
   auto sink = std::make_shared<RecordingSink>();
-  session_->Handle(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fake","arguments":{"sleep_ms":5000}}})",
-                   sink);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  session_->Close();
-  for (int i = 0; i < 100 && tool_->cancelled.load() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (const char* id : {"1", "2"}) {
+    session_->Handle(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                          {"params", {{"name", "fake"}, {"arguments", {{"block", true}}}}}}
+                         .dump(),
+                     sink);
   }
-  EXPECT_EQ(tool_->cancelled.load(), 1);
+  ASSERT_TRUE(tool_->WaitStarted(2));
+  session_->Close();
+  EXPECT_TRUE(tool_->WaitCancelled(2));
+  pool_.Drain();
+  EXPECT_TRUE(sink->Messages().empty());
 }
 
 }  // namespace

@@ -4,10 +4,8 @@
 
 namespace mcpexec::mcp::http {
 
-using Clock = std::chrono::steady_clock;
-
-SessionTable::SessionTable(size_t max_sessions, std::chrono::milliseconds idle_timeout)
-    : max_sessions_(max_sessions), idle_timeout_(idle_timeout) {}
+SessionTable::SessionTable(size_t max_sessions, std::chrono::milliseconds idle_timeout, Now now)
+    : max_sessions_(max_sessions), idle_timeout_(idle_timeout), now_(std::move(now)) {}
 
 void SessionTable::Close(Entry& entry) {
   for (auto& weak : entry.replies) {
@@ -18,7 +16,7 @@ void SessionTable::Close(Entry& entry) {
 
 bool SessionTable::Add(const std::string& id, std::shared_ptr<Session> session,
                        std::shared_ptr<MessageQueue> stream) {
-  const auto now = Clock::now();
+  const auto now = now_();
   std::vector<Entry> expired;
   bool added = false;
   {
@@ -56,7 +54,7 @@ std::shared_ptr<Session> SessionTable::Find(const std::string& id, Kind kind,
   if (it == sessions_.end() || (kind == Kind::kLegacy) != (it->second.stream != nullptr)) {
     return nullptr;
   }
-  it->second.last_used = Clock::now();
+  it->second.last_used = now_();
   if (stream) *stream = it->second.stream;
   return it->second.session;
 }

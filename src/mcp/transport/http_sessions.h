@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,9 +23,12 @@ class SessionTable {
     kLegacy,      // legacy SSE: ?sessionId=; lives as long as its event stream
   };
 
+  using Now = std::function<std::chrono::steady_clock::time_point()>;
+
   // At most `max_sessions` at once. A Streamable HTTP session unused for `idle_timeout` with no
-  // reply open may be closed to make room for a new one.
-  SessionTable(size_t max_sessions, std::chrono::milliseconds idle_timeout);
+  // reply open may be closed to make room for a new one. `now` is the clock (tests pass their own).
+  SessionTable(size_t max_sessions, std::chrono::milliseconds idle_timeout,
+               Now now = std::chrono::steady_clock::now);
 
   // Adds a session: legacy when `stream` (its event stream) is set, else Streamable HTTP. When
   // the table is full, first closes the idle sessions; false when it is still full (the caller
@@ -61,6 +65,7 @@ class SessionTable {
 
   const size_t max_sessions_;
   const std::chrono::milliseconds idle_timeout_;
+  const Now now_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> sessions_;
 };
