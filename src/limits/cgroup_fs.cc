@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -165,12 +167,33 @@ bool IsStaleRun(std::string_view name) {
   return !now || *now != *start;
 }
 
-void KillListed(const std::string& dir) {
-  auto procs = ReadCgroupFile(dir, "cgroup.procs");
-  if (!procs.ok()) return;
-  for (std::string_view line : Split(*procs, '\n')) {
-    if (auto pid = ParseNumber<pid_t>(line); pid && *pid > 0) kill(*pid, SIGKILL);
+int KillListedMembers(const std::function<Result<std::string>()>& read_procs) {
+  auto listed = read_procs();
+  if (!listed.ok()) return 0;
+  std::vector<std::pair<pid_t, UniqueFd>> pinned;
+  for (std::string_view line : Split(*listed, '\n')) {
+    const auto pid = ParseNumber<pid_t>(line);
+    if (!pid || *pid <= 0) continue;
+    UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, *pid, 0)));
+    if (pidfd.Valid()) pinned.emplace_back(*pid, std::move(pidfd));  // ESRCH: gone already
   }
+  if (pinned.empty()) return 0;
+  auto still = read_procs();
+  if (!still.ok()) return 0;
+  std::vector<pid_t> members;
+  for (std::string_view line : Split(*still, '\n')) {
+    if (auto pid = ParseNumber<pid_t>(line); pid && *pid > 0) members.push_back(*pid);
+  }
+  int signalled = 0;
+  for (const auto& [pid, pidfd] : pinned) {
+    if (std::find(members.begin(), members.end(), pid) == members.end()) continue;
+    if (syscall(SYS_pidfd_send_signal, pidfd.Get(), SIGKILL, nullptr, 0) == 0) ++signalled;
+  }
+  return signalled;
+}
+
+int KillListed(const std::string& dir) {
+  return KillListedMembers([&dir] { return ReadCgroupFile(dir, "cgroup.procs"); });
 }
 
 Result<void> RemoveCgroupDir(const std::string& dir, bool has_cgroup_kill) {

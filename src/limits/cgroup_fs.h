@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,8 +58,18 @@ const std::string& RunNamePrefix();
 // True when the run cgroup `name` belongs to a process that is no longer alive.
 bool IsStaleRun(std::string_view name);
 
-// SIGKILLs every process listed in dir/cgroup.procs (v1 has no cgroup.kill).
-void KillListed(const std::string& dir);
+// SIGKILLs every process listed in dir/cgroup.procs (v1 has no cgroup.kill), through
+// KillListedMembers. Returns how many it signalled.
+int KillListed(const std::string& dir);
+
+// The cleanup of KillListed with the reading of cgroup.procs given as `read_procs` (a seam for
+// tests). A pid read from cgroup.procs may be gone and reused by an unrelated process before
+// it is signalled, and the signal would then come from root. So each listed pid is first
+// pinned with pidfd_open, `read_procs` is called a second time, and only the pinned processes
+// whose pid the second list still has get SIGKILL, through their pidfd: a pid listed after
+// its pidfd was opened is that very process (a pid is unique among live processes), and if it
+// has died since, pidfd_send_signal reaches nothing. Returns how many it signalled.
+int KillListedMembers(const std::function<Result<std::string>()>& read_procs);
 
 // rmdir(dir), killing what is still listed and retrying for up to ~2 s while the kernel
 // finishes tearing the processes down.

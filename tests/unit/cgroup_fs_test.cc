@@ -1,0 +1,149 @@
+// KillListedMembers: cgroup v1 clean-up signals only processes that are still in the group
+// once pinned by a pidfd (issue 11, finding 10). The group's cgroup.procs is a function here,
+// so that a pid can leave the listing between the two reads as a reused pid would;
+// tests/integration/cgroup_cleanup_test.cc does the same with a real cgroup.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+
+#include "base/sys.h"
+#include "limits/cgroup_fs.h"
+
+namespace mcpexec::limits {
+namespace {
+
+// A child process that exits 0 when its release fd is closed.
+class Sleeper {
+ public:
+  Sleeper() {
+    auto pipe = MakePipe();
+    EXPECT_TRUE(pipe.ok());
+    pid_ = fork();
+    if (pid_ == 0) {
+      // Only its own read end stays open: a copy of another sleeper's release end would keep
+      // that one from seeing EOF.
+      const unsigned r = static_cast<unsigned>(pipe->read.Get());
+      if (r > 3) close_range(3, r - 1, 0);
+      close_range(r + 1, ~0U, 0);
+      char c;
+      while (read(pipe->read.Get(), &c, 1) < 0 && errno == EINTR) {
+      }
+      _exit(0);
+    }
+    release_ = std::move(pipe->write);
+  }
+  ~Sleeper() {
+    if (pid_ > 0 && !status_) {
+      kill(pid_, SIGKILL);
+      (void)Finish();
+    }
+  }
+
+  pid_t Pid() const { return pid_; }
+  std::string Line() const { return std::to_string(pid_) + "\n"; }
+  // Lets it go and reaps it: its wait status.
+  int Finish() {
+    release_.Reset();
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    status_ = true;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  UniqueFd release_;
+  bool status_ = false;
+};
+
+bool ExitedNormally(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+bool Killed(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
+
+// Listings to return, one per call; an empty listing once they run out.
+auto Listings(std::vector<std::string> listings, int* calls) {
+  return [listings = std::move(listings), calls]() -> Result<std::string> {
+    const size_t i = static_cast<size_t>((*calls)++);
+    return i < listings.size() ? listings[i] : std::string();
+  };
+}
+
+TEST(KillListedMembers, APidNoLongerListedOncePinnedIsNeverSignalled) {
+  Sleeper gone;
+  int calls = 0;
+  EXPECT_EQ(KillListedMembers(Listings({gone.Line(), ""}, &calls)), 0);
+  EXPECT_EQ(calls, 2);
+  const int status = gone.Finish();
+  EXPECT_TRUE(ExitedNormally(status)) << "wait status " << status;
+}
+
+TEST(KillListedMembers, APidStillListedIsKilled) {
+  Sleeper member;
+  int calls = 0;
+  EXPECT_EQ(KillListedMembers(Listings({member.Line(), member.Line()}, &calls)), 1);
+  const int status = member.Finish();
+  EXPECT_TRUE(Killed(status)) << "wait status " << status;
+}
+
+TEST(KillListedMembers, OnlyPidsInBothListingsAreKilled) {
+  Sleeper left, member, joined_late;
+  int calls = 0;
+  EXPECT_EQ(KillListedMembers(Listings(
+                {left.Line() + member.Line(), member.Line() + joined_late.Line()}, &calls)),
+            1);
+  EXPECT_TRUE(ExitedNormally(left.Finish()));
+  EXPECT_TRUE(Killed(member.Finish()));
+  // Not pinned before the second listing: the next clean-up round deals with it.
+  EXPECT_TRUE(ExitedNormally(joined_late.Finish()));
+}
+
+int OpenPidfds() {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  while (dirent* e = readdir(dir)) {
+    char target[64] = {};
+    const std::string link = std::string("/proc/self/fd/") + e->d_name;
+    if (readlink(link.c_str(), target, sizeof target - 1) > 0 &&
+        std::string(target) == "anon_inode:[pidfd]") {
+      ++count;
+    }
+  }
+  closedir(dir);
+  return count;
+}
+
+TEST(KillListedMembers, MembershipIsReadAgainOnlyAfterThePidsArePinned) {
+  Sleeper a, b;
+  const int before = OpenPidfds();
+  int calls = 0;
+  int pinned_at_second_read = -1;
+  const int signalled = KillListedMembers([&]() -> Result<std::string> {
+    if (++calls == 2) pinned_at_second_read = OpenPidfds() - before;
+    return a.Line() + b.Line();
+  });
+  EXPECT_EQ(signalled, 2);
+  EXPECT_EQ(pinned_at_second_read, 2);
+  EXPECT_EQ(OpenPidfds(), before) << "the pidfds are closed afterwards";
+}
+
+TEST(KillListedMembers, GonePidsAndUnreadableListingsSignalNothing) {
+  Sleeper reaped;
+  const pid_t pid = reaped.Pid();
+  reaped.Finish();
+  int calls = 0;
+  EXPECT_EQ(KillListedMembers(Listings({std::to_string(pid) + "\nnot-a-pid\n\n"}, &calls)), 0);
+  EXPECT_EQ(calls, 1) << "nothing pinned: no second read";
+  EXPECT_EQ(KillListedMembers(
+                [] { return Result<std::string>(MakeError(ErrorCode::kNotFound, "gone")); }),
+            0);
+}
+
+}  // namespace
+}  // namespace mcpexec::limits
