@@ -1,4 +1,5 @@
-// CappedOutput: the program's stdout and stderr, with their combined size capped.
+// CappedOutput: the program's stdout and stderr, with their combined size capped; DrainPipe:
+// the supervisor's bounded read of one output pipe.
 #pragma once
 
 #include <cstddef>
@@ -24,11 +25,34 @@ class CappedOutput {
   std::string TakeStderr() { return std::move(stderr_); }
   bool Truncated() const { return truncated_; }
   size_t Held() const { return stdout_.size() + stderr_.size(); }
+  // Bytes that can still be appended before the cap.
+  size_t Room() const { return cap_ - Held(); }
 
  private:
   size_t cap_;
   std::string stdout_, stderr_;
   bool truncated_ = false;
 };
+
+// The most one DrainPipe call reads by default. A writer that grows its pipe (F_SETPIPE_SZ, up
+// to /proc/sys/fs/pipe-max-size, 1 MiB by default) and keeps it full would otherwise keep the
+// supervisor reading, away from its deadline and cancel checks, for as long as it likes.
+inline constexpr size_t kDrainBudgetBytes = 256 * 1024;
+
+// How a DrainPipe call ended.
+enum class DrainEnd {
+  kEmpty,   // the pipe has nothing more for now (EAGAIN)
+  kMore,    // the budget is spent and the pipe may hold more: drain again after a poll
+  kCapped,  // `output` is truncated: nothing more is wanted from either pipe
+  kClosed,  // end of file (every writer is gone) or a read error: close the fd
+};
+
+// Reads what the non-blocking pipe `fd` holds into `output` as `stream`, at most `budget`
+// bytes. Reads no more than one byte past the cap, and stops reading once `output` is
+// truncated: from then on the supervisor leaves the pipes full and a program that goes on
+// writing blocks, as it would on a terminal nobody reads, without costing the supervisor CPU.
+// Returns kCapped at once when `output` is already truncated. Does not close `fd`.
+DrainEnd DrainPipe(int fd, Stream stream, CappedOutput& output,
+                   size_t budget = kDrainBudgetBytes);
 
 }  // namespace mcpexec::sandbox

@@ -65,20 +65,9 @@ struct Outgoing {
   }
 };
 
-// Reads what is available; resets `fd` at EOF.
+// Drains one output pipe (bounded, see DrainPipe); closes it at EOF.
 void Drain(UniqueFd& fd, Stream stream, CappedOutput& output) {
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = read(fd.Get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
-    if (n <= 0) {
-      fd.Reset();
-      return;
-    }
-    output.Append(stream, std::string_view(buf, static_cast<size_t>(n)));
-    if (static_cast<size_t>(n) < sizeof buf) return;
-  }
+  if (DrainPipe(fd.Get(), stream, output) == DrainEnd::kClosed) fd.Reset();
 }
 
 int MillisUntil(Clock::time_point t) {
@@ -135,8 +124,12 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     auto watch = [&](const UniqueFd& fd, short events) {
       if (fd.Valid()) pfds[n++] = pollfd{fd.Get(), events, 0};
     };
-    watch(stdout_, POLLIN);
-    watch(stderr_, POLLIN);
+    // Once the output is truncated the pipes are left full: a program that goes on writing
+    // blocks until it stops, its timeout or a cancel, and costs the supervisor nothing.
+    if (!output.Truncated()) {
+      watch(stdout_, POLLIN);
+      watch(stderr_, POLLIN);
+    }
     watch(report_, POLLIN);
     watch(code.fd, POLLOUT);
     watch(input.fd, POLLOUT);
@@ -177,6 +170,11 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
         MCPEXEC_RETURN_IF_ERROR(init_.Wait());
         if (!end) end = Clock::now();
       }
+    }
+    if (output.Truncated() && init_.Reaped()) {
+      // Every writer is gone with the sandbox; what is left in the pipes is past the cap.
+      stdout_.Reset();
+      stderr_.Reset();
     }
   }
   if (failure) return ChildError(*plan, *failure, ReadUsernsFacts());
