@@ -277,13 +277,15 @@ TEST_F(McpServerTest, DuplicateRunningIdIsRefused) {
 TEST_F(McpServerTest, CloseCancelsEveryRunningCall) {
   Initialize();
   auto sink = std::make_shared<RecordingSink>();
-  for (const char* id : {"1", "2"}) {
-    session_->Handle(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+  // One at a time: the pool's queue holds one call, and a second submitted before a worker took
+  // the first would be refused as busy.
+  for (int started = 1; started <= 2; ++started) {
+    session_->Handle(json{{"jsonrpc", "2.0"}, {"id", started}, {"method", "tools/call"},
                           {"params", {{"name", "fake"}, {"arguments", {{"block", true}}}}}}
                          .dump(),
                      sink);
+    ASSERT_TRUE(tool_->WaitStarted(started));
   }
-  ASSERT_TRUE(tool_->WaitStarted(2));
   session_->Close();
   EXPECT_TRUE(tool_->WaitCancelled(2));
   pool_.Drain();
