@@ -21,6 +21,11 @@ std::string Bytes(uint64_t n) {
 
 // Reads the arguments into a request; a message for the client when they are malformed.
 Result<ExecRequest> ParseArguments(const json& args) {
+  // The server checks this too, but json::value() throws on anything but an object, and a tool
+  // must answer every input with a result.
+  if (!args.is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument, "arguments must be an object");
+  }
   ExecRequest request;
   const json code = args.value("code", json());
   if (!code.is_string()) {

@@ -62,5 +62,13 @@ TEST_F(ExecToolTest, InvalidArgumentsAreToolErrors) {
               HasSubstr("MCP_EXEC_MAX_STDIN_BYTES"));
 }
 
+// Found by tests/fuzz/exec_args_fuzz: arguments that are not an object made Call() throw
+// json::type_error (306, "cannot use value() with null") instead of answering.
+TEST_F(ExecToolTest, ArgumentsThatAreNotAnObjectAreToolErrors) {
+  for (const json& args : {json(), json::array({"code"}), json("print(1)"), json(1)}) {
+    EXPECT_THAT(ErrorFor(args), HasSubstr("arguments must be an object")) << args;
+  }
+}
+
 }  // namespace
 }  // namespace mcpexec::exec
