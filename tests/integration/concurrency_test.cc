@@ -2,8 +2,11 @@
 // processes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
+#include "../support/host_processes.h"
 #include "../support/sandbox_test.h"
 
 namespace mcpexec::testing {
@@ -11,27 +14,41 @@ namespace {
 
 using nlohmann::json;
 
-// Writes its own marker file, looks around while the other run is alive, stays alive while
-// the other looks. The timestamps prove the overlap.
+// Writes its own marker file, then waits twice for the host: before it looks around, and
+// before it ends. It waits by starting a child that carries a marker (which the host finds in
+// /proc) and waiting for it: the host kills both runs' children only once both have started one,
+// so each run looks around while the other is alive, without any timing.
 constexpr const char* kLookAround = R"py(
-import json, os, time
-start = time.time()
+import json, os, subprocess, sys
+def wait_for_host(marker):
+    subprocess.run([sys.executable, "-c", "import time; time.sleep(60)", marker])
 open("/tmp/@NAME@.marker", "w").write("@NAME@")
-time.sleep(0.8)
-look = time.time()
+wait_for_host("@READY@")
 files = workspace_tree()
 pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-time.sleep(0.8)
-print(json.dumps({"start": start, "look": look, "end": time.time(), "files": files,
-                  "pids": pids}))
+wait_for_host("@LOOKED@")
+print(json.dumps({"files": files, "pids": pids}))
 )py";
 
 class ConcurrencyTest : public SandboxTest {};
 
+// Waits until both runs' children carry `marker`, then kills them, which lets both runs go on.
+void ReleaseBoth(const std::string& marker) {
+  const std::vector<HostProcess> waiting = WaitForProcesses(marker, 2, std::chrono::seconds(30));
+  ASSERT_EQ(waiting.size(), 2u) << "both runs should wait at " << marker;
+  KillAll(waiting);
+}
+
 TEST_P(ConcurrencyTest, ConcurrentRunsDoNotSeeEachOther) {
-  const std::string program = std::string(kPythonWorkspaceTree) + kLookAround;
+  const std::string ready = NewMarker("concurrency-ready");
+  const std::string looked = NewMarker("concurrency-looked");
+  const std::string program = ReplaceAll(
+      ReplaceAll(std::string(kPythonWorkspaceTree) + kLookAround, "@READY@", ready), "@LOOKED@",
+      looked);
   BackgroundRun a = runner_.StartCode(ReplaceAll(program, "@NAME@", "run-a"));
   BackgroundRun b = runner_.StartCode(ReplaceAll(program, "@NAME@", "run-b"));
+  ReleaseBoth(ready);
+  ReleaseBoth(looked);
   const Outcome ra = a.Wait();
   const Outcome rb = b.Wait();
   ASSERT_TRUE(IsRunResult(ra));
@@ -40,12 +57,6 @@ TEST_P(ConcurrencyTest, ConcurrentRunsDoNotSeeEachOther) {
   const json jb = rb.ProgramJson();
   ASSERT_TRUE(ja.is_object()) << ra.Describe();
   ASSERT_TRUE(jb.is_object()) << rb.Describe();
-
-  // Each looked while the other was alive.
-  EXPECT_LT(ja["start"].get<double>(), jb["look"].get<double>());
-  EXPECT_LT(jb["look"].get<double>(), ja["end"].get<double>());
-  EXPECT_LT(jb["start"].get<double>(), ja["look"].get<double>());
-  EXPECT_LT(ja["look"].get<double>(), jb["end"].get<double>());
 
   EXPECT_EQ(ja["files"], json(FreshWorkspaceTree({"run-a.marker"})));
   EXPECT_EQ(jb["files"], json(FreshWorkspaceTree({"run-b.marker"})));
