@@ -1,5 +1,6 @@
 #include "sandbox/output.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +40,19 @@ DrainEnd DrainPipe(int fd, Stream stream, CappedOutput& output, size_t budget) {
     if (static_cast<size_t>(n) < want) return output.Truncated() ? DrainEnd::kCapped : DrainEnd::kEmpty;
   }
   return output.Truncated() ? DrainEnd::kCapped : DrainEnd::kMore;
+}
+
+void GrowPipeForDiscard(int fd) { (void)fcntl(fd, F_SETPIPE_SZ, kDiscardPipeBytes); }
+
+DrainEnd DiscardPipe(int fd, int null_fd, size_t budget) {
+  while (budget > 0) {
+    const ssize_t n = splice(fd, nullptr, null_fd, nullptr, budget, SPLICE_F_NONBLOCK);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return DrainEnd::kEmpty;
+    if (n <= 0) return DrainEnd::kClosed;
+    budget -= static_cast<size_t>(n);
+  }
+  return DrainEnd::kMore;
 }
 
 }  // namespace mcpexec::sandbox

@@ -2,6 +2,7 @@
 // the supervisor's bounded read of one output pipe.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -48,11 +49,26 @@ enum class DrainEnd {
 };
 
 // Reads what the non-blocking pipe `fd` holds into `output` as `stream`, at most `budget`
-// bytes. Reads no more than one byte past the cap, and stops reading once `output` is
-// truncated: from then on the supervisor leaves the pipes full and a program that goes on
-// writing blocks, as it would on a terminal nobody reads, without costing the supervisor CPU.
-// Returns kCapped at once when `output` is already truncated. Does not close `fd`.
+// bytes. Reads no more than one byte past the cap. Returns kCapped at once when `output` is
+// already truncated: past the cap the supervisor empties the pipes with DiscardPipe instead.
+// Does not close `fd`.
 DrainEnd DrainPipe(int fd, Stream stream, CappedOutput& output,
                    size_t budget = kDrainBudgetBytes);
+
+// Past the cap the supervisor empties each pipe at most this often, after growing it to
+// kDiscardPipeBytes: a program that goes on writing runs on (up to ~20 MB/s a stream), to its
+// own end and exit status, while the supervisor wakes 20 times a second instead of for every
+// write.
+inline constexpr std::chrono::milliseconds kDiscardInterval{50};
+inline constexpr int kDiscardPipeBytes = 1 << 20;  // the default /proc/sys/fs/pipe-max-size
+
+// Grows the pipe (best effort: a smaller pipe only slows the writer down).
+void GrowPipeForDiscard(int fd);
+
+// Drops what the non-blocking pipe `fd` holds, at most `budget` bytes, by splicing it to
+// `null_fd` (/dev/null, opened for writing): the kernel frees the pages without copying them,
+// so emptying costs the supervisor a fraction of what filling cost the program. kEmpty, kMore
+// or kClosed as for DrainPipe. Does not close `fd`.
+DrainEnd DiscardPipe(int fd, int null_fd, size_t budget = kDiscardPipeBytes);
 
 }  // namespace mcpexec::sandbox

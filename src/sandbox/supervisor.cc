@@ -1,4 +1,5 @@
 // Sandbox::Run: the supervisor's event loop for one run.
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -70,6 +71,11 @@ void Drain(UniqueFd& fd, Stream stream, CappedOutput& output) {
   if (DrainPipe(fd.Get(), stream, output) == DrainEnd::kClosed) fd.Reset();
 }
 
+// Past the cap: drops what one output pipe holds; closes it at EOF.
+void Discard(UniqueFd& fd, const UniqueFd& null_fd) {
+  if (fd.Valid() && DiscardPipe(fd.Get(), null_fd.Get()) == DrainEnd::kClosed) fd.Reset();
+}
+
 int MillisUntil(Clock::time_point t) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now());
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), 60'000))) + 1;
@@ -100,6 +106,8 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   bool timed_out = false;
   bool cancelled = false;
   Clock::time_point next_progress = start + hooks.progress_interval;
+  Clock::time_point next_discard;  // past the cap: when the pipes are next emptied
+  UniqueFd null_fd;                // past the cap: /dev/null, where they are emptied to
 
   code.Pump();
   input.Pump();
@@ -124,9 +132,10 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     auto watch = [&](const UniqueFd& fd, short events) {
       if (fd.Valid()) pfds[n++] = pollfd{fd.Get(), events, 0};
     };
-    // Once the output is truncated the pipes are left full: a program that goes on writing
-    // blocks until it stops, its timeout or a cancel, and costs the supervisor nothing.
-    if (!output.Truncated()) {
+    // Past the cap the pipes are watched only when they are due to be emptied: in between, a
+    // program that goes on writing fills them and waits, and the supervisor sleeps.
+    const bool discarding = output.Truncated();
+    if (!discarding || now >= next_discard) {
       watch(stdout_, POLLIN);
       watch(stderr_, POLLIN);
     }
@@ -137,6 +146,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     if (hooks.cancel_fd >= 0 && !cancelled) pfds[n++] = pollfd{hooks.cancel_fd, POLLIN, 0};
     Clock::time_point wake = deadline;
     if (hooks.on_progress && !end) wake = std::min(wake, next_progress);
+    if (discarding && (stdout_.Valid() || stderr_.Valid())) wake = std::min(wake, next_discard);
     const int timeout_ms = drain_until              ? MillisUntil(*drain_until)
                            : (timed_out || cancelled) ? -1
                                                       : MillisUntil(wake);
@@ -144,8 +154,22 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
       return Errno(ErrorCode::kInternal, "poll(sandbox)");
     }
 
-    if (stdout_.Valid()) Drain(stdout_, Stream::kStdout, output);
-    if (stderr_.Valid()) Drain(stderr_, Stream::kStderr, output);
+    if (!discarding) {
+      if (stdout_.Valid()) Drain(stdout_, Stream::kStdout, output);
+      if (stderr_.Valid()) Drain(stderr_, Stream::kStderr, output);
+      if (output.Truncated()) {
+        null_fd.Reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
+        if (!null_fd.Valid()) return Errno(ErrorCode::kInternal, "open(/dev/null)");
+        for (const UniqueFd* fd : {&stdout_, &stderr_}) {
+          if (fd->Valid()) GrowPipeForDiscard(fd->Get());
+        }
+        next_discard = Clock::now();
+      }
+    } else if (Clock::now() >= next_discard) {
+      Discard(stdout_, null_fd);
+      Discard(stderr_, null_fd);
+      next_discard = Clock::now() + kDiscardInterval;
+    }
     if (code.fd.Valid()) code.Pump();
     if (input.fd.Valid() && !code.fd.Valid()) input.Pump();
     for (nfds_t i = 0; i < n; ++i) {

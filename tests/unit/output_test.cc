@@ -85,9 +85,9 @@ TEST(DrainPipe, ReadsWhatIsThereUntilEmptyThenEof) {
   EXPECT_FALSE(out.Truncated());
 }
 
-// Issue 11, finding 6: past the cap the supervisor stops reading, so a flooding program blocks
-// on its full pipe instead of keeping the supervisor busy. It reads one byte past the cap (to
-// know the output is truncated) and leaves the rest in the pipe, now and on every later call.
+// Issue 11, finding 6: DrainPipe reads one byte past the cap (to know the output is truncated)
+// and leaves the rest in the pipe, now and on every later call; past the cap the supervisor
+// empties the pipes with DiscardPipe, every kDiscardInterval.
 TEST(DrainPipe, StopsReadingOnceTheOutputIsTruncated) {
   Pipe pipe = OutputPipe();
   CappedOutput out(10);
@@ -100,6 +100,26 @@ TEST(DrainPipe, StopsReadingOnceTheOutputIsTruncated) {
   EXPECT_EQ(DrainPipe(pipe.read.Get(), Stream::kStderr, out), DrainEnd::kCapped);
   EXPECT_EQ(Pending(pipe), 189);
   EXPECT_EQ(out.Held(), 10u);
+}
+
+TEST(DiscardPipe, DropsWhatIsThereWithinItsBudgetThenSeesEof) {
+  Pipe pipe = OutputPipe();
+  UniqueFd null_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
+  ASSERT_TRUE(null_fd.Valid());
+  EXPECT_EQ(DiscardPipe(pipe.read.Get(), null_fd.Get()), DrainEnd::kEmpty);
+  ASSERT_TRUE(WriteAll(pipe.write.Get(), std::string(5000, 'x')).ok());
+  EXPECT_EQ(DiscardPipe(pipe.read.Get(), null_fd.Get(), 3000), DrainEnd::kMore);
+  EXPECT_EQ(Pending(pipe), 2000);
+  EXPECT_EQ(DiscardPipe(pipe.read.Get(), null_fd.Get()), DrainEnd::kEmpty);
+  EXPECT_EQ(Pending(pipe), 0);
+  pipe.write.Reset();
+  EXPECT_EQ(DiscardPipe(pipe.read.Get(), null_fd.Get()), DrainEnd::kClosed);
+}
+
+TEST(DiscardPipe, GrowsThePipeSoAWriterWaitsLess) {
+  Pipe pipe = OutputPipe();
+  GrowPipeForDiscard(pipe.read.Get());
+  EXPECT_EQ(fcntl(pipe.read.Get(), F_GETPIPE_SZ), kDiscardPipeBytes);
 }
 
 TEST(DrainPipe, ExactlyAtTheCapKeepsReadingUntilAByteTooMany) {
