@@ -16,51 +16,10 @@
 
 #include "base/sys.h"
 #include "limits/cgroup_fs.h"
+#include "../support/sleeper.h"
 
 namespace mcpexec::testing {
 namespace {
-
-// A child process that exits 0 when its release fd is closed.
-class Sleeper {
- public:
-  Sleeper() {
-    auto pipe = MakePipe();
-    EXPECT_TRUE(pipe.ok());
-    pid_ = fork();
-    if (pid_ == 0) {
-      // Only its own read end stays open: a copy of another sleeper's release end would keep
-      // that one from seeing EOF.
-      const unsigned r = static_cast<unsigned>(pipe->read.Get());
-      if (r > 3) close_range(3, r - 1, 0);
-      close_range(r + 1, ~0U, 0);
-      char c;
-      while (read(pipe->read.Get(), &c, 1) < 0 && errno == EINTR) {
-      }
-      _exit(0);
-    }
-    release_ = std::move(pipe->write);
-  }
-  ~Sleeper() {
-    if (!reaped_) {
-      kill(pid_, SIGKILL);
-      (void)Finish();
-    }
-  }
-  pid_t Pid() const { return pid_; }
-  int Finish() {
-    release_.Reset();
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    reaped_ = true;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  UniqueFd release_;
-  bool reaped_ = false;
-};
 
 // A fresh group in this process's v1 pids hierarchy, removed at the end.
 class TestGroup {
