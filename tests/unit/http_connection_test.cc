@@ -519,12 +519,25 @@ class ServerTest : public ::testing::Test {
 TEST_F(ServerTest, IdleConnectionsHoldNoThread) {
   limits_.max_connections = 1;
   Start();
-  UniqueFd first = Served();
-  // The first connection is open and idle; the one thread is free for the second.
-  UniqueFd second = Served();
-  UniqueFd third = Served();
-  EXPECT_TRUE(SendAll(first.Get(), kGet));
-  EXPECT_TRUE(ReadSome(first.Get()).starts_with(kOk));
+  // The thread that served a request ends just after its response is out: a request right
+  // behind it may find it still counted and get 503. One that keeps being refused means an idle
+  // connection holds the thread.
+  auto served_soon = [&] {
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      UniqueFd fd = Connect(port_);
+      if (SendAll(fd.Get(), kGet) && ReadSome(fd.Get()).starts_with(kOk)) return fd;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "refused for 2 s while the other connections were idle";
+    return UniqueFd();
+  };
+  UniqueFd first = served_soon();
+  // The first connection is open and idle; the one thread is free for the second and third.
+  UniqueFd second = served_soon();
+  UniqueFd third = served_soon();
+  // ... and the first is still open, waiting for its next request.
+  pollfd p{first.Get(), POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0) << "the idle connection was closed";
 }
 
 TEST_F(ServerTest, RequestsBeyondTheCapAre503) {
@@ -560,9 +573,10 @@ TEST_F(ServerTest, ConnectionsPerPeerAreCapped) {
   const std::string refused = ReadAll(c.Get());  // refused on accept, before any request
   EXPECT_TRUE(refused.starts_with(k503)) << refused;
   b.Reset();
-  // A slot is free again once a connection closes.
+  // A slot is free again once the server has seen a connection close (up to 2 s here).
   bool served = false;
-  for (int i = 0; i < 100 && !served; ++i) {
+  for (int i = 0; i < 200 && !served; ++i) {
+    if (i > 0) std::this_thread::sleep_for(10ms);
     UniqueFd d = Connect(port_);
     if (!SendAll(d.Get(), kGet)) continue;
     served = ReadSome(d.Get()).starts_with(kOk);

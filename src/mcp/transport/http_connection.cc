@@ -12,10 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
-#include <list>
-#include <mutex>
 #include <string_view>
-#include <system_error>
 
 #include "log/log.h"
 

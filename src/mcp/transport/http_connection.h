@@ -8,7 +8,6 @@
 // its deadline.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
