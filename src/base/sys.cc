@@ -1,6 +1,9 @@
 #include "base/sys.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +17,28 @@ Result<Pipe> MakePipe(int extra_flags) {
     return Errno(ErrorCode::kResourceExhausted, "pipe2");
   }
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+Result<Pipe> MakeSeqpacketPair() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+    return Errno(ErrorCode::kResourceExhausted, "socketpair");
+  }
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+int OpenBeneath(int dirfd, const char* path, int flags, mode_t mode, uint64_t extra_resolve) {
+  open_how how{};
+  // openat2 refuses O_PATH with any flag outside O_PATH_FLAGS, O_NOCTTY included.
+  const int added = (flags & O_PATH) != 0 ? O_CLOEXEC | O_NOFOLLOW : O_CLOEXEC | O_NOFOLLOW | O_NOCTTY;
+  how.flags = static_cast<uint64_t>(flags | added);
+  how.mode = mode;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | extra_resolve;
+  int fd;
+  do {
+    fd = static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
+  } while (fd < 0 && errno == EINTR);
+  return fd;
 }
 
 Result<void> WriteAll(int fd, std::string_view data) {

@@ -1,6 +1,9 @@
 // Small syscall wrappers for parent-side code (never for the post-clone child).
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +15,16 @@ namespace mcpexec {
 
 // pipe2(O_CLOEXEC | extra_flags).
 Result<Pipe> MakePipe(int extra_flags = 0);
+
+// A connected AF_UNIX SOCK_SEQPACKET pair, CLOEXEC: a pipe whose messages keep their bounds and
+// may carry descriptors. Either end may be used as `read` or `write`.
+Result<Pipe> MakeSeqpacketPair();
+
+// openat2(2) that stays beneath `dirfd` and follows no link of any kind (RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, plus `extra_resolve`), with O_CLOEXEC |
+// O_NOFOLLOW | O_NOCTTY added to `flags`. Returns the fd, or -1 with errno set.
+int OpenBeneath(int dirfd, const char* path, int flags, mode_t mode = 0,
+                uint64_t extra_resolve = 0);
 
 // Writes all of `data` to a blocking fd, retrying on EINTR and short writes.
 Result<void> WriteAll(int fd, std::string_view data);

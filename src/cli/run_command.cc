@@ -5,6 +5,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "cli/output_dir.h"
 #include "exec/exec.h"
 #include "sandbox/sandbox.h"
 
@@ -22,6 +23,13 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   run->add_option("--timeout", o.timeout_s,
                   "Wall-clock limit in seconds (default MCP_EXEC_DEFAULT_TIMEOUT_S, clamped to "
                   "[1, MCP_EXEC_MAX_TIMEOUT_S])");
+  run->add_option("--input", o.inputs,
+                  "PATH=LOCALFILE: put a copy of LOCALFILE at /tmp/PATH before the program "
+                  "starts (repeatable)")
+      ->expected(1)
+      ->take_all();
+  run->add_option("--output-dir", o.output_dir,
+                  "Write the files the program left in /tmp/outputs under this directory");
   AddConfigFlags(run, Command::kRun, o.config);
   run->footer(
       "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "
@@ -29,7 +37,24 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   return run;
 }
 
-Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& o, std::istream& code_input) {
+namespace {
+
+Result<std::string> ReadLocalFile(const std::string& path, uint64_t limit, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return MakeError(ErrorCode::kNotFound, "cannot read " + flag + " " + path);
+  std::string data;
+  char buf[65536];
+  while (data.size() <= limit && in.read(buf, sizeof buf).gcount() > 0) {
+    data.append(buf, static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return MakeError(ErrorCode::kNotFound, "cannot read " + flag + " " + path);
+  return data;
+}
+
+}  // namespace
+
+Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& o, std::istream& code_input,
+                                            uint64_t max_input_file_bytes) {
   exec::ExecRequest request;
   if (o.code) {
     request.code = *o.code;
@@ -47,6 +72,17 @@ Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& o, std::istream& c
   }
   request.stdin_data = o.stdin_text.value_or("");
   request.timeout_s = o.timeout_s;
+  for (const std::string& input : o.inputs) {
+    const size_t eq = input.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == input.size()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "--input " + input + ": expected PATH=LOCALFILE, e.g. data/in.csv=./in.csv");
+    }
+    MCPEXEC_ASSIGN_OR_RETURN(
+        std::string content,
+        ReadLocalFile(input.substr(eq + 1), max_input_file_bytes, "--input " + input.substr(0, eq) + "="));
+    request.files.push_back({input.substr(0, eq), std::move(content)});
+  }
   return request;
 }
 
@@ -61,7 +97,7 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << config.error().message << "\n";
     return 2;
   }
-  auto request = ResolveRunRequest(options, std::cin);
+  auto request = ResolveRunRequest(options, std::cin, config->max_input_file_bytes);
   if (!request.ok()) {
     std::cerr << "mcp-exec: " << request.error().message << "\n";
     return 2;
@@ -80,7 +116,15 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << result.error().message << "\n";
     return kExitSetupFailed;
   }
-  std::cout << exec::ResultToJson(*result).dump() << std::endl;
+  std::vector<exec::FileReport> files = exec::ReportOutputs(
+      *config, result->outputs, "mcp-exec run writes files only with --output-dir");
+  if (options.output_dir) {
+    if (auto written = WriteOutputDir(*options.output_dir, result->outputs, files); !written.ok()) {
+      std::cerr << "mcp-exec: " << written.error().message << "\n";
+      return kExitSetupFailed;
+    }
+  }
+  std::cout << exec::ResultToJson(*result, files).dump() << std::endl;
   return ExitStatusFor(*result);
 }
 

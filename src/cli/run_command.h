@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "cli/config_flags.h"
@@ -26,14 +27,18 @@ struct RunOptions {
   std::optional<std::string> source;  // positional: "-" reads the code from standard input
   std::optional<std::string> stdin_text;
   std::optional<long long> timeout_s;
+  std::vector<std::string> inputs;         // --input PATH=LOCALFILE, repeatable
+  std::optional<std::string> output_dir;   // --output-dir DIR
   ConfigFlags config;
 };
 
 // Registers the `run` subcommand and its flags on `app`.
 CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);
 
-// The request: code from --code, --file or "-" (exactly one), stdin from --stdin.
-Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& options, std::istream& code_input);
+// The request: code from --code, --file or "-" (exactly one), stdin from --stdin, input files
+// from --input, each read up to `max_input_file_bytes` + 1 (past that it is refused later).
+Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& options, std::istream& code_input,
+                                            uint64_t max_input_file_bytes = 16ull << 20);
 
 // The process exit status for a finished run: the program's status, 124 on timeout.
 int ExitStatusFor(const sandbox::RunResult& result);

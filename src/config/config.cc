@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -188,6 +189,16 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
        [&](auto& n, auto& v) { return SetBytes(n, v, c.max_stdin_bytes); }},
       {"MCP_EXEC_WORKSPACE_BYTES",
        [&](auto& n, auto& v) { return SetBytes(n, v, c.workspace_bytes); }},
+      {"MCP_EXEC_MAX_INPUT_FILES",
+       [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_input_files); }},
+      {"MCP_EXEC_MAX_INPUT_FILE_BYTES",
+       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_input_file_bytes); }},
+      {"MCP_EXEC_MAX_OUTPUT_FILES",
+       [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_output_files); }},
+      {"MCP_EXEC_MAX_OUTPUT_FILE_BYTES",
+       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_output_file_bytes); }},
+      {"MCP_EXEC_MAX_RESULT_BYTES",
+       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_result_bytes); }},
       {"MCP_EXEC_MEMORY_MAX",
        [&](auto& n, auto& v) -> Result<void> {
          MCPEXEC_RETURN_IF_ERROR(SetBytes(n, v, c.memory_max));
@@ -232,6 +243,10 @@ Result<void> Validate(const Config& c) {
   if (c.workspace_bytes < (64u << 10)) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "the workspace (MCP_EXEC_WORKSPACE_BYTES) must be at least 64k");
+  }
+  if (c.max_output_file_bytes > (1ull << 30)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MCP_EXEC_MAX_OUTPUT_FILE_BYTES is at most 1g: files are read into memory");
   }
   if (c.host_uid == 0 || c.host_gid == 0) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -324,7 +339,9 @@ namespace mcpexec::config {
 uint64_t MaxMessageBytes(const Config& config) {
   constexpr uint64_t kCodeRoom = 4ull << 20;
   constexpr uint64_t kEnvelope = 64ull << 10;
-  return 6 * (config.max_stdin_bytes + kCodeRoom) + kEnvelope;
+  const uint64_t files = std::min(config.workspace_bytes,
+                                  config.max_input_files * config.max_input_file_bytes);
+  return 6 * (config.max_stdin_bytes + kCodeRoom) + 2 * files + kEnvelope;
 }
 
 }  // namespace mcpexec::config

@@ -24,6 +24,14 @@ struct Config {
   uint64_t max_output_bytes = 1 << 20;      // MCP_EXEC_MAX_OUTPUT_BYTES
   uint64_t max_stdin_bytes = 1 << 20;       // MCP_EXEC_MAX_STDIN_BYTES
   uint64_t workspace_bytes = 64ull << 20;   // MCP_EXEC_WORKSPACE_BYTES
+  // Files in (the `files` argument, `run --input`) and out (/tmp/outputs).
+  uint64_t max_input_files = 64;                  // MCP_EXEC_MAX_INPUT_FILES
+  uint64_t max_input_file_bytes = 16ull << 20;    // MCP_EXEC_MAX_INPUT_FILE_BYTES
+  uint64_t max_output_files = 16;                 // MCP_EXEC_MAX_OUTPUT_FILES
+  uint64_t max_output_file_bytes = 1ull << 20;    // MCP_EXEC_MAX_OUTPUT_FILE_BYTES
+  // MCP_EXEC_MAX_RESULT_BYTES: files are returned while the serialized tool result stays within
+  // it. Claude Desktop refuses results over about 1 MiB.
+  uint64_t max_result_bytes = 1'000'000;
   uint64_t memory_max = 256ull << 20;       // MCP_EXEC_MEMORY_MAX: per run, no swap
   uint64_t pids_max = 128;                  // MCP_EXEC_PIDS_MAX: per run
   double cpus = 1.0;                        // MCP_EXEC_CPUS: CPU bandwidth per run
@@ -88,7 +96,8 @@ int EffectiveTimeoutSeconds(const Config& config, std::optional<long long> reque
 namespace mcpexec::config {
 
 // The largest JSON-RPC message the server reads: room for MCP_EXEC_MAX_STDIN_BYTES of stdin
-// and 4 MiB of code, both JSON-escaped (at most 6 bytes per byte, for \u00XX).
+// and 4 MiB of code, both JSON-escaped (at most 6 bytes per byte, for \u00XX), and for input
+// files up to the workspace's size in base64 (4/3) or in text that needs few escapes (2).
 uint64_t MaxMessageBytes(const Config& config);
 
 }  // namespace mcpexec::config

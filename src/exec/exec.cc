@@ -15,7 +15,7 @@ Result<void> ValidateRequest(const config::Config& config, const ExecRequest& re
                          " bytes, over the limit of " + std::to_string(config.max_stdin_bytes) +
                          " (MCP_EXEC_MAX_STDIN_BYTES)");
   }
-  return Ok();
+  return ValidateInputFiles(config, request.files);
 }
 
 sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
@@ -59,6 +59,7 @@ sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& re
   sandbox::RunLimits limits;
   limits.timeout = std::chrono::seconds(config::EffectiveTimeoutSeconds(config, request.timeout_s));
   limits.max_output_bytes = config.max_output_bytes;
+  limits.outputs = OutputLimitsFor(config);
   return limits;
 }
 
@@ -67,11 +68,12 @@ Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> pl
                                    const sandbox::RunHooks& hooks) {
   MCPEXEC_RETURN_IF_ERROR(ValidateRequest(config, request));
   MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, sandbox::Sandbox::Create(std::move(plan)));
-  return box.Run(sandbox::Program{request.code, request.stdin_data}, LimitsFor(config, request),
-                 hooks);
+  return box.Run(sandbox::Program{request.code, request.stdin_data, request.files},
+                 LimitsFor(config, request), hooks);
 }
 
-nlohmann::json ResultToJson(const sandbox::RunResult& result) {
+nlohmann::json ResultToJson(const sandbox::RunResult& result,
+                            const std::vector<FileReport>& files) {
   nlohmann::json j = {
       {"stdout", RepairUtf8(result.stdout_data)},
       {"stderr", RepairUtf8(result.stderr_data)},
@@ -86,6 +88,7 @@ nlohmann::json ResultToJson(const sandbox::RunResult& result) {
       result.memory_peak_bytes ? nlohmann::json(*result.memory_peak_bytes) : nlohmann::json();
   j["cpu_time_ms"] = result.cpu_time_ms ? nlohmann::json(*result.cpu_time_ms) : nlohmann::json();
   j["limits_backend"] = result.limits_backend;
+  AddFilesJson(files, result.outputs, j);
   return j;
 }
 

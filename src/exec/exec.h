@@ -8,9 +8,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "config/config.h"
+#include "exec/files.h"
 #include "limits/limits.h"
 #include "sandbox/plan.h"
 #include "sandbox/run_result.h"
@@ -22,9 +24,11 @@ struct ExecRequest {
   std::string code;
   std::string stdin_data;
   std::optional<long long> timeout_s;  // nullopt: the configured default
+  std::vector<sandbox::InputFile> files = {};  // written under /tmp before the program starts
 };
 
-// Empty code and stdin over MCP_EXEC_MAX_STDIN_BYTES are invalid input (the seed's contract).
+// Empty code and stdin over MCP_EXEC_MAX_STDIN_BYTES are invalid input (the seed's contract),
+// and input files past their limits (ValidateInputFiles).
 Result<void> ValidateRequest(const config::Config& config, const ExecRequest& request);
 
 // The sandbox every run of this configuration gets. Host ids come from the process: the
@@ -51,8 +55,9 @@ Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> pl
                                    const sandbox::RunHooks& hooks = {});
 
 // {stdout, stderr, exit_code, duration_ms, truncated, timed_out} plus "signal" (e.g. "SIGKILL")
-// when the program died of one, and the accounting: oom_killed, memory_peak_bytes and
-// cpu_time_ms (null when unknown), limits_backend. Output is made valid UTF-8 (U+FFFD for ill-formed bytes).
-nlohmann::json ResultToJson(const sandbox::RunResult& result);
+// when the program died of one, the accounting: oom_killed, memory_peak_bytes and
+// cpu_time_ms (null when unknown), limits_backend, and `files` (AddFilesJson) from `files`.
+// Output is made valid UTF-8 (U+FFFD for ill-formed bytes).
+nlohmann::json ResultToJson(const sandbox::RunResult& result, const std::vector<FileReport>& files);
 
 }  // namespace mcpexec::exec

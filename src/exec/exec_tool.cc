@@ -51,13 +51,34 @@ Result<ExecRequest> ParseArguments(const json& args) {
       return MakeError(ErrorCode::kInvalidArgument, "timeout_s must be a whole number of seconds");
     }
   }
+  if (args.contains("files") && !args["files"].is_null()) {
+    MCPEXEC_ASSIGN_OR_RETURN(request.files, ParseInputFiles(args["files"]));
+  }
   for (const auto& [key, value] : args.items()) {
-    if (key != "code" && key != "stdin" && key != "timeout_s") {
+    if (key != "code" && key != "stdin" && key != "timeout_s" && key != "files") {
       return MakeError(ErrorCode::kInvalidArgument,
-                       "unknown argument '" + key + "' (exec takes code, timeout_s, stdin)");
+                       "unknown argument '" + key + "' (exec takes code, timeout_s, stdin, files)");
     }
   }
   return request;
+}
+
+// The CallToolResult: the structured result, its text, and then the files while the whole
+// stays within MCP_EXEC_MAX_RESULT_BYTES. The room for files is measured with every file
+// unreturned and given the longest reason, so returning one only shrinks the rest.
+json ToolResult(const config::Config& config, const sandbox::RunResult& run) {
+  std::vector<FileReport> files = ReportOutputs(config, run.outputs, ResultCapReason(config));
+  auto shape = [](json structured, json items) {
+    json content = json::array({{{"type", "text"}, {"text", structured.dump()}}});
+    for (json& item : items) content.push_back(std::move(item));
+    return json{{"content", std::move(content)},
+                {"structuredContent", std::move(structured)},
+                {"isError", false}};
+  };
+  const size_t base = shape(ResultToJson(run, files), json::array()).dump().size();
+  const size_t room = config.max_result_bytes > base ? config.max_result_bytes - base : 0;
+  json items = OutputContent(run.outputs, files, room);
+  return shape(ResultToJson(run, files), std::move(items));
 }
 
 bool Cancelled(int fd) {
@@ -73,14 +94,22 @@ ExecTool::ExecTool(config::Config config, std::shared_ptr<const sandbox::LaunchP
 std::string ExecTool::Describe(const config::Config& c, limits::Backend backend) {
   std::ostringstream d;
   d << "Run Python 3 code in a fresh, isolated sandbox and return its stdout, stderr and exit "
-       "code. The sandbox has Python's standard library plus numpy, pandas, matplotlib (Agg "
-       "backend: save figures to files), PyYAML, Jinja2 and Pillow. It has no network at all "
+       "code. The sandbox has Python's standard library plus numpy, pandas, matplotlib, "
+       "PyYAML, Jinja2 and Pillow. It has no network at all "
        "(no internet, no DNS, no access to the host's services) and runs as an unprivileged "
        "user with a read-only system. The working directory /tmp (also HOME) is an empty "
        "private space of "
     << Bytes(c.workspace_bytes)
     << " that is discarded after the run: nothing persists between calls, so send everything a "
-       "program needs in one call. Limits: wall-clock timeout "
+       "program needs in one call; the files argument puts files there before it starts (up to "
+    << c.max_input_files << " files of at most " << Bytes(c.max_input_file_bytes)
+    << " each). Every file the program writes under /tmp/outputs/ (empty and writable at the "
+       "start) comes back after the run: PNG, JPEG, GIF and WebP images as images, other files "
+       "as embedded resources (at most "
+    << c.max_output_files << " files of up to " << Bytes(c.max_output_file_bytes)
+    << " each, while the whole result stays under " << c.max_result_bytes
+    << " bytes; the files field lists every file found and why any was not returned). Limits: "
+       "wall-clock timeout "
     << c.default_timeout_s << " s by default (timeout_s, at most " << c.max_timeout_s
     << " s); stdout and stderr together are cut at " << Bytes(c.max_output_bytes)
     << " (then truncated is true); stdin (the stdin argument) up to "
@@ -116,7 +145,25 @@ json ExecTool::Definition() const {
             {"description", "Wall-clock limit in seconds (default " +
                                 std::to_string(config_.default_timeout_s) + ", clamped to 1.." +
                                 std::to_string(config_.max_timeout_s) + ")"}}},
-          {"stdin", {{"type", "string"}, {"description", "Text given on standard input"}}}}},
+          {"stdin", {{"type", "string"}, {"description", "Text given on standard input"}}},
+          {"files",
+           {{"type", "array"},
+            {"description",
+             "Files written under /tmp (the working directory) before the program starts"},
+            {"items",
+             {{"type", "object"},
+              {"properties",
+               {{"path",
+                 {{"type", "string"},
+                  {"description", "Relative to /tmp, e.g. data/input.csv; directories are "
+                                  "created"}}},
+                {"content", string},
+                {"encoding",
+                 {{"type", "string"},
+                  {"enum", {"utf-8", "base64"}},
+                  {"default", "utf-8"}}}}},
+              {"required", {"path", "content"}},
+              {"additionalProperties", false}}}}}}},
         {"required", {"code"}},
         {"additionalProperties", false}}},
       {"outputSchema",
@@ -132,7 +179,20 @@ json ExecTool::Definition() const {
           {"oom_killed", {{"type", "boolean"}}},
           {"memory_peak_bytes", {{"type", {"integer", "null"}}}},
           {"cpu_time_ms", {{"type", {"integer", "null"}}}},
-          {"limits_backend", {{"type", "string"}, {"enum", {"cgroup2", "cgroup1", "rlimit"}}}}}},
+          {"limits_backend", {{"type", "string"}, {"enum", {"cgroup2", "cgroup1", "rlimit"}}}},
+          {"files",
+           {{"type", "array"},
+            {"items",
+             {{"type", "object"},
+              {"properties",
+               {{"path", string},
+                {"size", {{"type", "integer"}}},
+                {"mime_type", {{"type", {"string", "null"}}}},
+                {"returned", {{"type", "boolean"}}},
+                {"reason", {{"type", {"string", "null"}}}}}},
+              {"required", {"path", "size", "mime_type", "returned", "reason"}}}}}},
+          {"files_not_listed", {{"type", "integer"}}},
+          {"files_walk_incomplete", {{"type", "boolean"}}}}},
         {"required",
          {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}}}},
       {"annotations",
@@ -181,10 +241,7 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   if (result->signal) meta["signal"] = sandbox::SignalName(*result->signal);
   log::Info("exec", meta);
   if (result->cancelled) return mcp::ToolError("cancelled");
-  json structured = ResultToJson(*result);
-  return {{"content", json::array({{{"type", "text"}, {"text", structured.dump()}}})},
-          {"structuredContent", structured},
-          {"isError", false}};
+  return ToolResult(config_, *result);
 }
 
 }  // namespace mcpexec::exec

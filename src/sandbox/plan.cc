@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "base/sys.h"
+#include "sandbox/workspace_files.h"
 
 namespace mcpexec::sandbox {
 namespace {
@@ -227,6 +228,9 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
                           ",gid=" + std::to_string(spec.inside_gid),
                       "mount the workspace tmpfs on /tmp"));
   MCPEXEC_RETURN_IF_ERROR(AddHomeSkeletonOps(root, ops));
+  // Created by init as the sandbox's user, so the program may write, replace or remove it.
+  ops.push_back(Simple(MountOpKind::kMkdir, "", root + kWorkspaceDir + "/" + kOutputsDir, 0755,
+                       "create /tmp/" + std::string(kOutputsDir)));
   ops.push_back(Simple(MountOpKind::kPivotRoot, "", root, 0, "pivot_root into the rootfs"));
   return ops;
 }

@@ -6,7 +6,11 @@
 #include <functional>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
+
+#include "sandbox/workspace_files.h"
 
 namespace mcpexec::sandbox {
 
@@ -14,11 +18,14 @@ namespace mcpexec::sandbox {
 struct Program {
   std::string code;
   std::string stdin_data;
+  // Written into the workspace before the program starts; the caller keeps them alive.
+  std::span<const InputFile> files = {};
 };
 
 struct RunLimits {
   std::chrono::milliseconds timeout{30'000};
   size_t max_output_bytes = 1 << 20;
+  OutputLimits outputs;  // what is read back from /tmp/outputs
 };
 
 // Optional ways to follow and stop a run from outside.
@@ -47,6 +54,8 @@ struct RunResult {
   bool oom_killed = false;  // the kernel's OOM killer ended a process of the run
   std::optional<uint64_t> memory_peak_bytes;
   std::optional<uint64_t> cpu_time_ms;
+
+  OutputCollection outputs;  // /tmp/outputs as the run left it
 };
 
 // Fills exit_code and signal from a wait(2) status.

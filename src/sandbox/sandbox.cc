@@ -3,10 +3,12 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "base/sys.h"
 #include "sandbox/child/child.h"
@@ -31,9 +33,11 @@ Result<void> WriteIdMaps(pid_t pid, const LaunchPlan& plan) {
   return WriteProcFile(proc + "/uid_map", plan.UidMap());
 }
 
-// Reads one report, waiting at most until `deadline`. nullopt on EOF.
+// Reads one report, waiting at most until `deadline`, and the descriptor it carries, if any,
+// into `passed`. nullopt on EOF.
 Result<std::optional<ChildReport>> ReadReport(int fd,
-                                              std::chrono::steady_clock::time_point deadline) {
+                                              std::chrono::steady_clock::time_point deadline,
+                                              UniqueFd& passed) {
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -46,11 +50,26 @@ Result<std::optional<ChildReport>> ReadReport(int fd,
     if (n < 0) return Errno(ErrorCode::kInternal, "poll(set-up report)");
     if (n == 0) continue;
     ChildReport report;
-    const ssize_t got = read(fd, &report, sizeof report);
+    iovec iov{&report, sizeof report};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t got = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Errno(ErrorCode::kInternal, "read(set-up report)");
+    if (got < 0) return Errno(ErrorCode::kInternal, "recvmsg(set-up report)");
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+          c->cmsg_len == CMSG_LEN(sizeof(int))) {
+        int received;
+        memcpy(&received, CMSG_DATA(c), sizeof received);
+        passed.Reset(received);
+      }
+    }
     if (got == 0) return std::optional<ChildReport>();
-    if (got != sizeof report) {
+    if (got != sizeof report || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
       return MakeError(ErrorCode::kInternal, "short set-up report from the sandbox");
     }
     return std::optional<ChildReport>(report);
@@ -61,7 +80,7 @@ Result<std::optional<ChildReport>> ReadReport(int fd,
 
 Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
                                 std::chrono::milliseconds setup_timeout) {
-  MCPEXEC_ASSIGN_OR_RETURN(Pipe report, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe report, MakeSeqpacketPair());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe go, MakePipe());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe program, MakePipe());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
@@ -114,9 +133,14 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   MCPEXEC_RETURN_IF_ERROR(WriteAll(go.write.Get(), "g"));
 
   const auto deadline = std::chrono::steady_clock::now() + setup_timeout;
+  UniqueFd workspace;
   MCPEXEC_ASSIGN_OR_RETURN(std::optional<ChildReport> first,
-                           ReadReport(report.read.Get(), deadline));
+                           ReadReport(report.read.Get(), deadline, workspace));
   if (first && first->type == ReportType::kReady) {
+    if (!workspace.Valid()) {
+      return MakeError(ErrorCode::kInternal, "the sandbox reported ready without its workspace");
+    }
+    sandbox.workspace_ = std::move(workspace);
     sandbox.report_ = std::move(report.read);
     sandbox.program_ = std::move(program.write);
     sandbox.stdin_ = std::move(in.write);

@@ -53,6 +53,9 @@ class Sandbox {
   std::unique_ptr<limits::RunCgroup> cgroup_;
   ChildProcess init_;
   UniqueFd report_;   // ChildReport records from init and the program
+  // An O_PATH descriptor of the workspace tmpfs, from init: input files go in through it, and
+  // it keeps the tmpfs readable after the sandbox is gone, for its outputs.
+  UniqueFd workspace_;
   UniqueFd program_;  // the program text, then EOF
   UniqueFd stdin_;
   UniqueFd stdout_;

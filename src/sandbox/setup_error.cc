@@ -43,6 +43,7 @@ const char* FixedStepName(ChildStep step) {
     case ChildStep::kStartProgram: return "start the program";
     case ChildStep::kSetsid: return "start a new session";
     case ChildStep::kCgroupNamespace: return "enter a new cgroup namespace";
+    case ChildStep::kReportReady: return "hand the workspace to the supervisor";
     case ChildStep::kRlimit: return "set a resource limit";
     case ChildStep::kSeccomp: return "load the seccomp filter";
     case ChildStep::kExec: return "execute the interpreter";

@@ -12,6 +12,7 @@
 #include "sandbox/output.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/setup_error.h"
+#include "sandbox/workspace_files.h"
 
 namespace mcpexec::sandbox {
 namespace {
@@ -96,6 +97,8 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   Outgoing code{std::move(program_), program.code};
   Outgoing input{std::move(stdin_), program.stdin_data};
   CappedOutput output(limits.max_output_bytes);
+  MCPEXEC_RETURN_IF_ERROR(WriteInputFiles(workspace_.Get(), program.files,
+                                          plan->Spec().outside_uid, plan->Spec().outside_gid));
 
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + limits.timeout;
@@ -203,6 +206,9 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   }
   if (failure) return ChildError(*plan, *failure, ReadUsernsFacts());
   RunResult result;
+  // Init is reaped, so every process of the run is gone: /tmp/outputs no longer changes.
+  MCPEXEC_ASSIGN_OR_RETURN(result.outputs, CollectOutputs(workspace_.Get(), limits.outputs));
+  workspace_.Reset();
   result.limits_backend = limits::BackendName(plan->Limits().Kind());
   if (cgroup_) {
     MCPEXEC_ASSIGN_OR_RETURN(limits::Usage usage, cgroup_->Finish());

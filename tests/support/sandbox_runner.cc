@@ -224,10 +224,12 @@ std::string Outcome::Describe() const {
     return ::testing::AssertionFailure() << "stdout is not a JSON object:" << outcome.Describe();
   }
   const std::set<std::string> required = {
-      "stdout",    "stderr",     "exit_code",         "duration_ms", "truncated",
-      "timed_out", "oom_killed", "memory_peak_bytes", "cpu_time_ms", "limits_backend"};
+      "stdout",      "stderr",     "exit_code",         "duration_ms",
+      "truncated",   "timed_out",  "oom_killed",        "memory_peak_bytes",
+      "cpu_time_ms", "limits_backend", "files"};
+  const std::set<std::string> optional = {"signal", "files_not_listed", "files_walk_incomplete"};
   for (const auto& [key, value] : outcome.json.items()) {
-    if (required.count(key) == 0 && key != "signal") {
+    if (required.count(key) == 0 && optional.count(key) == 0) {
       return ::testing::AssertionFailure() << "unexpected member \"" << key << "\"";
     }
   }
@@ -243,7 +245,7 @@ std::string Outcome::Describe() const {
       (j.contains("signal") && !j["signal"].is_string()) || !j["oom_killed"].is_boolean() ||
       !(j["memory_peak_bytes"].is_number_unsigned() || j["memory_peak_bytes"].is_null()) ||
       !(j["cpu_time_ms"].is_number_unsigned() || j["cpu_time_ms"].is_null()) ||
-      !j["limits_backend"].is_string()) {
+      !j["limits_backend"].is_string() || !j["files"].is_array()) {
     return ::testing::AssertionFailure() << "a member has the wrong type: " << j.dump();
   }
   return ::testing::AssertionSuccess();
@@ -534,6 +536,7 @@ Outcome SandboxRunner::RunCode(const std::string& code, const std::vector<std::s
 std::vector<std::string> FreshWorkspaceTree(const std::vector<std::string>& extra) {
   std::vector<std::string> paths = extra;
   paths.push_back("main.py");
+  paths.push_back("outputs");
   const fs::path skeleton = HostSetup::Get().Rootfs() + "/usr/share/mcp-exec/home";
   std::error_code ec;
   if (fs::is_directory(skeleton, ec)) {

@@ -164,7 +164,7 @@ class SandboxRunner {
 };
 
 // What a fresh workspace holds, as sorted paths relative to /tmp ("main.py", ".cache",
-// ".cache/matplotlib", ...): the program plus the rootfs's HOME skeleton
+// ".cache/matplotlib", ...): the program, the empty outputs/ directory, the rootfs's HOME skeleton
 // (/usr/share/mcp-exec/home, copied into every workspace), plus `extra`.
 std::vector<std::string> FreshWorkspaceTree(const std::vector<std::string>& extra = {});
 

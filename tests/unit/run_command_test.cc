@@ -109,7 +109,7 @@ TEST(ResultJson, SeedFieldsAndRepairedOutput) {
   r.exit_code = 139;
   r.signal = 11;
   r.duration = std::chrono::milliseconds(42);
-  nlohmann::json j = exec::ResultToJson(r);
+  nlohmann::json j = exec::ResultToJson(r, {});
   EXPECT_EQ(j["stdout"], "ok\xEF\xBF\xBD");
   EXPECT_EQ(j["exit_code"], 139);
   EXPECT_EQ(j["duration_ms"], 42);
@@ -117,17 +117,17 @@ TEST(ResultJson, SeedFieldsAndRepairedOutput) {
   EXPECT_EQ(j["timed_out"], false);
   EXPECT_EQ(j["signal"], "SIGSEGV");
   r.signal.reset();
-  EXPECT_FALSE(exec::ResultToJson(r).contains("signal"));
+  EXPECT_FALSE(exec::ResultToJson(r, {}).contains("signal"));
 }
 
 TEST(ExecRequest, EmptyCodeAndOversizedStdinAreInvalid) {
   config::Config c = config::Defaults("/r");
   c.max_stdin_bytes = 4;
-  EXPECT_THAT(exec::ValidateRequest(c, {" \n\t", "", std::nullopt}).error().message,
+  EXPECT_THAT(exec::ValidateRequest(c, {" \n\t", "", std::nullopt, {}}).error().message,
               HasSubstr("code is empty"));
-  EXPECT_THAT(exec::ValidateRequest(c, {"pass", "12345", std::nullopt}).error().message,
+  EXPECT_THAT(exec::ValidateRequest(c, {"pass", "12345", std::nullopt, {}}).error().message,
               HasSubstr("MCP_EXEC_MAX_STDIN_BYTES"));
-  EXPECT_TRUE(exec::ValidateRequest(c, {"pass", "1234", std::nullopt}).ok());
+  EXPECT_TRUE(exec::ValidateRequest(c, {"pass", "1234", std::nullopt, {}}).ok());
 }
 
 }  // namespace

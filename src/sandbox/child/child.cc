@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -218,6 +219,33 @@ void DropPrivileges(const PlanView& plan) noexcept {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Fail(ChildStep::kNotDumpable);
 }
 
+// The supervisor writes input files into the workspace through this descriptor before the
+// program starts, and reads /tmp/outputs through it once every process of the run is gone.
+void ReportReady(const PlanView& plan) noexcept {
+  const int workspace = open(plan.workdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (workspace < 0) Fail(ChildStep::kReportReady);
+  ChildReport ready{};
+  ready.type = ReportType::kReady;
+  iovec iov{&ready, sizeof ready};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cmsg), &workspace, sizeof(int));
+  ssize_t n;
+  do {
+    n = sendmsg(kFdReport, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof ready)) Fail(ChildStep::kReportReady);
+  close(workspace);
+}
+
 void ReceiveProgram(const PlanView& plan) noexcept {
   const int out =
       open(plan.program_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -307,9 +335,7 @@ void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept {
   if (chdir(plan.workdir) != 0) Fail(ChildStep::kChdir);
   DropPrivileges(plan);
 
-  ChildReport ready{};
-  ready.type = ReportType::kReady;
-  Report(ready);
+  ReportReady(plan);
 
   ReceiveProgram(plan);
   // A raw clone rather than fork(): fork() runs atfork handlers, which take locks.

@@ -43,7 +43,9 @@ enum ChildFd : int {
   kFdStdin = 0,
   kFdStdout = 1,
   kFdStderr = 2,
-  kFdReport = 3,   // child -> parent: ChildReport records
+  // child -> parent: ChildReport records, one per message of a SOCK_SEQPACKET pair; kReady
+  // carries the workspace (an O_PATH descriptor of /tmp) as SCM_RIGHTS.
+  kFdReport = 3,
   kFdGo = 4,       // parent -> child: one byte once the id maps are written
   kFdProgram = 5,  // parent -> child: the program text, then EOF
   kChildFdCount = 6,
@@ -110,6 +112,7 @@ enum class ChildStep : uint32_t {
   kSeccomp,
   kExec,
   kCgroupNamespace,
+  kReportReady,
 };
 
 struct ChildReport {

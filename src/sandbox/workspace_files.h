@@ -1,0 +1,79 @@
+// Files in and out of a run, through the supervisor's descriptor of the workspace (the tmpfs
+// at /tmp, which the sandbox's init hands over when it is ready). Inputs are written before the
+// program starts; outputs are read after every process of the run is gone, so nothing changes
+// under the reader. What the program left is hostile data: the walk never follows a link or
+// leaves the workspace, opens regular files only, and reads no more than its limits.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace mcpexec::sandbox {
+
+// The directory under the workspace whose files come back: /tmp/outputs.
+inline constexpr const char* kOutputsDir = "outputs";
+
+// A file to put into the workspace before the program starts.
+struct InputFile {
+  std::string path;  // relative to the workspace; WorkspacePathProblem(path) is ""
+  std::string content;
+};
+
+// Why `path` cannot name an input file ("" when it can): empty, absolute, a "." or ".."
+// component, an empty component (a doubled or trailing "/"), NUL or another control character,
+// a component over NAME_MAX bytes, or the program's own main.py.
+std::string WorkspacePathProblem(std::string_view path);
+
+// Creates each file (0644) and the directories on its way (0755), owned by the sandbox's user,
+// whose host ids are `uid` and `gid`. Fails on an existing file, on a link on the way, and when
+// the workspace is full; the message names the file.
+Result<void> WriteInputFiles(int workspace_fd, std::span<const InputFile> files, uid_t uid,
+                             gid_t gid);
+
+struct OutputLimits {
+  size_t max_files = 16;                // regular files read, in walk order
+  uint64_t max_file_bytes = 1 << 20;    // a larger file is listed, not read
+  size_t max_listed = 256;              // entries listed in all, read or not
+  size_t max_entries = 200'000;         // directory entries looked at in all
+  int max_depth = 32;                   // directories below /tmp/outputs
+};
+
+// Why a listed entry was not read.
+enum class OutputSkip {
+  kNone,          // read: `data` holds it
+  kNotRegular,    // a link, FIFO, socket or device: never opened
+  kTooLarge,      // over max_file_bytes
+  kTooMany,       // past max_files
+  kUnreadable,    // its mode keeps the supervisor out (a rootless one)
+  kTooDeep,       // a directory past max_depth
+};
+
+struct OutputFile {
+  std::string path;  // relative to /tmp/outputs, as bytes: not necessarily UTF-8
+  std::string type;  // "file", "symlink", "fifo", "socket", "device", "directory"
+  uint64_t size = 0;
+  OutputSkip skip = OutputSkip::kNone;
+  std::string data;
+};
+
+struct OutputCollection {
+  // Depth first, names in version order within a directory (figure-2 before figure-10).
+  // Directories are walked, not listed, unless they could not be.
+  std::vector<OutputFile> files;
+  size_t unlisted = 0;           // entries past max_listed
+  // max_entries was reached, or /tmp/outputs itself could not be read
+  bool walk_incomplete = false;
+};
+
+// Reads /tmp/outputs. A program that removed it, or put something other than a directory in
+// its place, gets an empty collection.
+Result<OutputCollection> CollectOutputs(int workspace_fd, const OutputLimits& limits);
+
+}  // namespace mcpexec::sandbox
