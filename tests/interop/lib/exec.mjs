@@ -10,7 +10,9 @@ import AjvDraft07 from 'ajv';
 import addFormats from 'ajv-formats';
 
 export const RESULT_FIELDS = ['stdout', 'stderr', 'exit_code', 'duration_ms', 'truncated', 'timed_out',
-  'oom_killed', 'memory_peak_bytes', 'cpu_time_ms', 'limits_backend'];
+  'oom_killed', 'memory_peak_bytes', 'cpu_time_ms', 'limits_backend', 'files'];
+// Fields present only when they apply.
+const OPTIONAL_FIELDS = ['signal', 'files_not_listed', 'files_walk_incomplete'];
 // Fields that vary from run to run of the same program.
 export const MEASURED_FIELDS = ['duration_ms', 'memory_peak_bytes', 'cpu_time_ms'];
 
@@ -43,7 +45,7 @@ export function checkExecResult(result, validate) {
     assert.ok(ok, `structuredContent does not match outputSchema: ${JSON.stringify(validate.errors)}`);
   }
   const keys = Object.keys(sc).sort();
-  const expected = [...RESULT_FIELDS, ...('signal' in sc ? ['signal'] : [])].sort();
+  const expected = [...RESULT_FIELDS, ...OPTIONAL_FIELDS.filter((f) => f in sc)].sort();
   assert.deepEqual(keys, expected, 'structuredContent fields');
   assert.equal(typeof sc.stdout, 'string');
   assert.equal(typeof sc.stderr, 'string');
@@ -57,6 +59,15 @@ export function checkExecResult(result, validate) {
     assert.ok(sc[f] === null || (Number.isInteger(sc[f]) && sc[f] >= 0), `${f} ${sc[f]}`);
   }
   assert.ok(['cgroup2', 'cgroup1', 'rlimit'].includes(sc.limits_backend), `limits_backend ${sc.limits_backend}`);
+  assert.ok(Array.isArray(sc.files), 'files is not an array');
+  for (const f of sc.files) {
+    assert.deepEqual(Object.keys(f).sort(), ['mime_type', 'path', 'reason', 'returned', 'size']);
+    assert.equal(typeof f.returned, 'boolean');
+    assert.equal(f.reason === null, f.returned, `reason ${f.reason} with returned ${f.returned}`);
+  }
+  // One content item after the text per returned file, in the listing's order.
+  const extra = (result.content ?? []).slice(1);
+  assert.equal(extra.length, sc.files.filter((f) => f.returned).length, 'content items for returned files');
   const texts = (result.content ?? []).filter((c) => c.type === 'text');
   assert.ok(texts.length >= 1, 'no text content item');
   const parsed = texts

@@ -67,6 +67,7 @@ sys.exit(5)`,
       truncated: false,
       timed_out: false,
       oom_killed: false,
+      files: [],
     });
     assert.deepEqual(out.http, out.stdio, 'http differs from stdio');
     assert.deepEqual(out.sse, out.stdio, 'sse differs from stdio');
