@@ -27,7 +27,7 @@ struct Config {
   // Files in (the `files` argument, `run --input`) and out (/tmp/outputs).
   uint64_t max_input_files = 64;                  // MCP_EXEC_MAX_INPUT_FILES
   uint64_t max_input_file_bytes = 16ull << 20;    // MCP_EXEC_MAX_INPUT_FILE_BYTES
-  uint64_t max_output_files = 16;                 // MCP_EXEC_MAX_OUTPUT_FILES
+  uint64_t max_output_files = 16;                 // MCP_EXEC_MAX_OUTPUT_FILES; 0: none, no walk
   uint64_t max_output_file_bytes = 1ull << 20;    // MCP_EXEC_MAX_OUTPUT_FILE_BYTES
   // MCP_EXEC_MAX_RESULT_BYTES: files are returned while the serialized tool result stays within
   // it. Claude Desktop refuses results over about 1 MiB.

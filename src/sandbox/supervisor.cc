@@ -207,7 +207,9 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   if (failure) return ChildError(*plan, *failure, ReadUsernsFacts());
   RunResult result;
   // Init is reaped, so every process of the run is gone: /tmp/outputs no longer changes.
-  MCPEXEC_ASSIGN_OR_RETURN(result.outputs, CollectOutputs(workspace_.Get(), limits.outputs));
+  if (limits.outputs.max_files > 0) {
+    MCPEXEC_ASSIGN_OR_RETURN(result.outputs, CollectOutputs(workspace_.Get(), limits.outputs));
+  }
   workspace_.Reset();
   result.limits_backend = limits::BackendName(plan->Limits().Kind());
   if (cgroup_) {

@@ -38,7 +38,7 @@ Result<void> WriteInputFiles(int workspace_fd, std::span<const InputFile> files,
                              gid_t gid);
 
 struct OutputLimits {
-  size_t max_files = 16;                // regular files read, in walk order
+  size_t max_files = 16;  // regular files read, in walk order; 0: Run() does not look at all
   uint64_t max_file_bytes = 1 << 20;    // a larger file is listed, not read
   size_t max_listed = 256;              // entries listed in all, read or not
   size_t max_entries = 200'000;         // directory entries looked at in all
