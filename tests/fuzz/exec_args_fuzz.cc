@@ -22,6 +22,9 @@ mcpexec::exec::ExecTool& Tool() {
   static auto* tool = [] {
     auto config = mcpexec::config::Defaults("/nonexistent-rootfs");
     config.max_stdin_bytes = 64;  // so that inputs of the fuzzer's size can exceed it
+    config.max_input_files = 3;  // likewise for the files argument
+    config.max_input_file_bytes = 16;
+    config.workspace_bytes = 64 << 10;
     return new mcpexec::exec::ExecTool(config, nullptr);
   }();
   return *tool;
