@@ -37,6 +37,19 @@ int Scan(std::string_view s, size_t i) {
   return k;
 }
 
+// Where to cut `bytes` at or before `limit` (<= bytes.size()) so as not to end inside a
+// sequence that the bytes from `limit` on could complete.
+size_t CutBefore(std::string_view bytes, size_t limit) {
+  for (size_t back = 1; back <= 3 && back <= limit; ++back) {
+    const size_t p = limit - back;
+    const auto b = static_cast<unsigned char>(bytes[p]);
+    if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    const int length = Lead(b).length;
+    return (length > 0 && p + static_cast<size_t>(length) > limit) ? p : limit;
+  }
+  return limit;
+}
+
 }  // namespace
 
 std::string RepairUtf8(std::string_view bytes) {
@@ -62,14 +75,9 @@ std::string RepairUtf8(std::string_view bytes) {
 
 size_t Utf8SafeCut(std::string_view bytes, size_t limit) {
   if (limit >= bytes.size()) return bytes.size();
-  for (size_t back = 1; back <= 3 && back <= limit; ++back) {
-    const size_t p = limit - back;
-    const auto b = static_cast<unsigned char>(bytes[p]);
-    if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    const int length = Lead(b).length;
-    return (length > 0 && p + static_cast<size_t>(length) > limit) ? p : limit;
-  }
-  return limit;
+  return CutBefore(bytes, limit);
 }
+
+size_t Utf8CompleteLength(std::string_view bytes) { return CutBefore(bytes, bytes.size()); }
 
 }  // namespace mcpexec

@@ -17,4 +17,9 @@ std::string RepairUtf8(std::string_view bytes);
 // character.
 size_t Utf8SafeCut(std::string_view bytes, size_t limit);
 
+// Length of `bytes` without a multi-byte sequence at its end that more bytes could still
+// complete (0 to 3 bytes shorter). Used to hold the end of one chunk of a stream back until the
+// next arrives, so that repairing chunk by chunk gives what repairing the whole stream would.
+size_t Utf8CompleteLength(std::string_view bytes);
+
 }  // namespace mcpexec

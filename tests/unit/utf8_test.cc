@@ -42,5 +42,39 @@ TEST(Utf8SafeCut, NeverSplitsACharacter) {
   EXPECT_EQ(Utf8SafeCut("\xFF\xFF\xFF", 2), 2u);  // garbage is cut where asked
 }
 
+TEST(Utf8CompleteLength, HoldsBackOnlyACharacterThatCouldStillBeCompleted) {
+  EXPECT_EQ(Utf8CompleteLength(""), 0u);
+  EXPECT_EQ(Utf8CompleteLength("ab\xE2\x82\xAC"), 5u);
+  EXPECT_EQ(Utf8CompleteLength("ab\xE2\x82"), 2u);
+  EXPECT_EQ(Utf8CompleteLength("ab\xE2"), 2u);
+  EXPECT_EQ(Utf8CompleteLength("\xF0\x9F\x98"), 0u);
+  EXPECT_EQ(Utf8CompleteLength("a\xFF"), 2u);        // can never start a character
+  EXPECT_EQ(Utf8CompleteLength("a\xE2" "b"), 3u);    // already broken: nothing to wait for
+  EXPECT_EQ(Utf8CompleteLength("\x80\x80\x80"), 3u);
+}
+
+// Holding back what Utf8CompleteLength leaves out, and repairing each chunk, gives what
+// repairing the whole stream gives, wherever the stream is cut.
+TEST(Utf8CompleteLength, ChunkByChunkRepairEqualsWholeRepair) {
+  const std::string stream =
+      "ok \xE2\x82\xAC \xF0\x9F\x98\x80 \xC3\xA9\xFF\xE0\x80\xED\xA0\x80\xF0\x90\x80"
+      "\xC3 \xF4\x90\x80\x80\xE2\x82";
+  for (size_t a = 0; a <= stream.size(); ++a) {
+    for (size_t b = a; b <= stream.size(); ++b) {
+      std::string held, out;
+      for (std::string_view chunk : {std::string_view(stream).substr(0, a),
+                                     std::string_view(stream).substr(a, b - a),
+                                     std::string_view(stream).substr(b)}) {
+        held.append(chunk);
+        const size_t n = Utf8CompleteLength(held);
+        out += RepairUtf8(std::string_view(held).substr(0, n));
+        held.erase(0, n);
+      }
+      out += RepairUtf8(held);
+      ASSERT_EQ(out, RepairUtf8(stream)) << "cut at " << a << " and " << b;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mcpexec
