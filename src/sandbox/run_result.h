@@ -8,8 +8,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "sandbox/output.h"
 #include "sandbox/workspace_files.h"
 
 namespace mcpexec::sandbox {
@@ -32,9 +34,16 @@ struct RunLimits {
 struct RunHooks {
   // When this fd becomes readable the run is killed and reported as cancelled (-1: none).
   int cancel_fd = -1;
-  // Called on the running thread about every `progress_interval` while the program runs.
+  // Called on the running thread with each piece of output as it is read, in the order read:
+  // only the bytes the result keeps (nothing past the output cap), raw (possibly not UTF-8, a
+  // character possibly split between two calls). The view is valid during the call only.
+  std::function<void(Stream stream, std::string_view bytes)> on_output;
+  // Called on the running thread while the program runs: `progress_interval` after the previous
+  // call (or the start), and sooner, `output_interval` after it, once on_output has been called
+  // since (see ProgressSchedule). `output_bytes` is what the result holds so far.
   std::function<void(std::chrono::milliseconds elapsed, size_t output_bytes)> on_progress;
   std::chrono::milliseconds progress_interval{1000};
+  std::chrono::milliseconds output_interval{1000};
 };
 
 struct RunResult {

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <functional>
 #include <string_view>
 
 #include "base/sys.h"
 #include "sandbox/output.h"
+#include "sandbox/progress_schedule.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/workspace_files.h"
@@ -67,9 +69,16 @@ struct Outgoing {
   }
 };
 
-// Drains one output pipe (bounded, see DrainPipe); closes it at EOF.
-void Drain(UniqueFd& fd, Stream stream, CappedOutput& output) {
+// Drains one output pipe (bounded, see DrainPipe); closes it at EOF. Hands what the result
+// kept of it to `on_output`; true when that was anything.
+bool Drain(UniqueFd& fd, Stream stream, CappedOutput& output,
+           const std::function<void(Stream, std::string_view)>& on_output) {
+  const std::string& kept = stream == Stream::kStdout ? output.Stdout() : output.Stderr();
+  const size_t before = kept.size();
   if (DrainPipe(fd.Get(), stream, output) == DrainEnd::kClosed) fd.Reset();
+  if (kept.size() == before) return false;
+  if (on_output) on_output(stream, std::string_view(kept).substr(before));
+  return true;
 }
 
 // Past the cap: drops what one output pipe holds; closes it at EOF.
@@ -108,7 +117,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   std::optional<ChildReport> failure;
   bool timed_out = false;
   bool cancelled = false;
-  Clock::time_point next_progress = start + hooks.progress_interval;
+  ProgressSchedule progress(start, hooks.progress_interval, hooks.output_interval);
   Clock::time_point next_discard;  // past the cap: when the pipes are next emptied
   UniqueFd null_fd;                // past the cap: /dev/null, where they are emptied to
 
@@ -122,10 +131,10 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
       timed_out = true;
       end = now;
     }
-    if (hooks.on_progress && !end && now >= next_progress) {
+    if (hooks.on_progress && !end && progress.Due(now)) {
       hooks.on_progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start),
                         output.Held());
-      next_progress = now + hooks.progress_interval;
+      progress.Called(now);
     }
     if (init_.Reaped() && !drain_until) drain_until = now + kDrainLimit;
     if (drain_until && now >= *drain_until) break;
@@ -148,7 +157,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     if (!init_.Reaped()) pfds[n++] = pollfd{init_.PidFd(), POLLIN, 0};
     if (hooks.cancel_fd >= 0 && !cancelled) pfds[n++] = pollfd{hooks.cancel_fd, POLLIN, 0};
     Clock::time_point wake = deadline;
-    if (hooks.on_progress && !end) wake = std::min(wake, next_progress);
+    if (hooks.on_progress && !end) wake = std::min(wake, progress.Next());
     if (discarding && (stdout_.Valid() || stderr_.Valid())) wake = std::min(wake, next_discard);
     const int timeout_ms = drain_until              ? MillisUntil(*drain_until)
                            : (timed_out || cancelled) ? -1
@@ -158,8 +167,10 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     }
 
     if (!discarding) {
-      if (stdout_.Valid()) Drain(stdout_, Stream::kStdout, output);
-      if (stderr_.Valid()) Drain(stderr_, Stream::kStderr, output);
+      bool fresh = false;
+      if (stdout_.Valid()) fresh |= Drain(stdout_, Stream::kStdout, output, hooks.on_output);
+      if (stderr_.Valid()) fresh |= Drain(stderr_, Stream::kStderr, output, hooks.on_output);
+      if (fresh) progress.OutputArrived();
       if (output.Truncated()) {
         null_fd.Reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
         if (!null_fd.Valid()) return Errno(ErrorCode::kInternal, "open(/dev/null)");
