@@ -99,6 +99,7 @@ Handled Session::Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink>
       return reply(jsonrpc::MakeResult(request.id, {{"tools", std::move(tools)}}));
     }
     if (request.method == "tools/call") return CallTool(request, std::move(sink));
+    if (request.method == "logging/setLevel") return reply(SetLogLevel(request));
     return reply(jsonrpc::MakeError(request.id, jsonrpc::kMethodNotFound,
                                     "Method not found: " + request.method));
   } catch (const std::exception& e) {
@@ -125,11 +126,31 @@ json Session::Initialize(const json& params) {
              {"client", client.is_object() ? client.value("name", json("")) : json("")}});
   json result = {
       {"protocolVersion", version},
-      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+      // logging: a run's output as notifications/message, once the client sets a level.
+      {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
       {"serverInfo", {{"name", server_.Info().name}, {"version", server_.Info().version}}},
   };
   if (!server_.Info().instructions.empty()) result["instructions"] = server_.Info().instructions;
   return result;
+}
+
+json Session::SetLogLevel(const jsonrpc::Request& request) {
+  const json level = request.params.is_object() ? request.params.value("level", json()) : json();
+  const std::optional<LogLevel> parsed =
+      level.is_string() ? ParseLogLevel(level.get<std::string>()) : std::nullopt;
+  if (!parsed) {
+    return jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
+                              "logging/setLevel needs params.level: one of debug, info, notice, "
+                              "warning, error, critical, alert, emergency");
+  }
+  min_log_level_ = static_cast<int>(*parsed);
+  log::Debug("log level set", {{"session", id_}, {"level", LogLevelName(*parsed)}});
+  return jsonrpc::MakeResult(request.id, json::object());
+}
+
+bool Session::WantsLog(LogLevel level) const {
+  const int min = min_log_level_.load();
+  return min >= 0 && static_cast<int>(level) >= min;
 }
 
 void Session::HandleNotification(const jsonrpc::Notification& note) {
@@ -198,8 +219,16 @@ Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<Messa
                  false);
     };
   }
-
   auto self = shared_from_this();
+  context.log = [self, sink, flight](LogLevel level, const std::string& logger,
+                                     const std::string& data) {
+    if (flight->cancelled.load() || !self->WantsLog(level)) return;
+    sink->Send(jsonrpc::MakeNotification(
+                   "notifications/message",
+                   {{"level", LogLevelName(level)}, {"logger", logger}, {"data", data}}),
+               false);
+  };
+
   const jsonrpc::Id id = request.id;
   auto task = [self, tool, arguments = std::move(arguments), context, sink, flight, key, id] {
     json result;

@@ -1,6 +1,7 @@
-// The MCP server: lifecycle (initialize, initialized), ping, tools/list, tools/call, progress
-// and cancellation, over any transport. Transports hand it one message at a time through a
-// Session and give it a MessageSink for the replies; it never touches sockets or files.
+// The MCP server: lifecycle (initialize, initialized), ping, tools/list, tools/call, progress,
+// cancellation and logging (logging/setLevel), over any transport. Transports hand it one
+// message at a time through a Session and give it a MessageSink for the replies; it never
+// touches sockets or files.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,7 @@
 
 #include "base/unique_fd.h"
 #include "jsonrpc/message.h"
+#include "mcp/log_level.h"
 #include "mcp/message_sink.h"
 #include "mcp/tool.h"
 #include "mcp/worker_pool.h"
@@ -80,11 +82,15 @@ class Session : public std::enable_shared_from_this<Session> {
   bool Initialized() const { return initialized_.load(); }
   // The negotiated version; empty before initialize.
   std::string ProtocolVersion() const;
+  // Whether the client has asked (logging/setLevel) for notifications/message of `level`.
+  // False until it has sent logging/setLevel.
+  bool WantsLog(LogLevel level) const;
 
  private:
   struct InFlight;
 
   nlohmann::json Initialize(const nlohmann::json& params);
+  nlohmann::json SetLogLevel(const jsonrpc::Request& request);
   Handled CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink);
   void HandleNotification(const jsonrpc::Notification& notification);
 
@@ -92,6 +98,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string id_;
   std::atomic<bool> initialized_{false};
   std::atomic<bool> closed_{false};
+  // The least severe LogLevel the client wants, as an int; -1 before logging/setLevel.
+  std::atomic<int> min_log_level_{-1};
   mutable std::mutex mu_;
   std::string protocol_version_;
   std::map<std::string, std::shared_ptr<InFlight>> in_flight_;  // by serialized request id

@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "mcp/log_level.h"
+
 namespace mcpexec::mcp {
 
 // What a running call may use. Lives as long as the call.
@@ -16,6 +18,11 @@ struct ToolCallContext {
   int cancel_fd = -1;
   // Empty unless the request carried _meta.progressToken. `progress` must increase.
   std::function<void(double progress, const std::string& message)> report_progress;
+  // Sends a notifications/message for this call, on the same channel as its progress, when the
+  // client has asked for messages of `level` with logging/setLevel (checked at each call: the
+  // client may change its level while the call runs); otherwise does nothing. `data` is sent
+  // as a string. Empty when there is no client session (tests).
+  std::function<void(LogLevel level, const std::string& logger, const std::string& data)> log;
 };
 
 class Tool {

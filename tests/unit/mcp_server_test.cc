@@ -45,7 +45,8 @@ class RecordingSink : public MessageSink {
 };
 
 // Echoes its arguments. {"progress_steps": N} reports progress N times first; {"block": true}
-// makes it wait until it is cancelled or Release()d, after counting itself in WaitStarted().
+// makes it wait until it is cancelled or Release()d, after counting itself in WaitStarted();
+// {"log": [{"level", "logger", "data"}, ...]} then sends those through context.log.
 class FakeTool : public Tool {
  public:
   FakeTool() : release_(eventfd(0, EFD_CLOEXEC)) {}
@@ -65,6 +66,12 @@ class FakeTool : public Tool {
       if (fds[0].revents != 0) {
         Count(cancelled_);
         return ToolError("cancelled");
+      }
+    }
+    for (const json& line : arguments.value("log", json::array())) {
+      const auto level = ParseLogLevel(line["level"].get<std::string>());
+      if (context.log && level) {
+        context.log(*level, line["logger"].get<std::string>(), line["data"].get<std::string>());
       }
     }
     return {{"content", json::array()}, {"structuredContent", arguments}, {"isError", false}};
@@ -221,6 +228,100 @@ TEST_F(McpServerTest, ProgressIsSentForATokenAndStopsAtTheResult) {
     last = got[i]["params"]["progress"].get<double>();
   }
   EXPECT_EQ(got.back()["id"], 1);
+}
+
+TEST_F(McpServerTest, InitializeDeclaresLogging) {
+  json r = Request(1, "initialize", {{"protocolVersion", "2025-11-25"}});
+  EXPECT_EQ(r["result"]["capabilities"]["logging"], json::object());
+}
+
+TEST_F(McpServerTest, SetLevelTakesTheEightLevelsAndRefusesAnythingElse) {
+  EXPECT_EQ(Request(1, "logging/setLevel", {{"level", "info"}})["error"]["code"],
+            jsonrpc::kInvalidRequest);  // before initialize, like every request but ping
+  Initialize();
+  for (const char* level :
+       {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}) {
+    json r = Request(2, "logging/setLevel", {{"level", level}});
+    EXPECT_EQ(r["result"], json::object()) << level << ": " << r;
+  }
+  for (const json& params : {json::object(), json{{"level", "INFO"}}, json{{"level", "trace"}},
+                             json{{"level", 3}}, json{{"level", nullptr}}}) {
+    json r = Request(3, "logging/setLevel", params);
+    EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << params;
+    EXPECT_THAT(r["error"]["message"].get<std::string>(), HasSubstr("debug, info")) << params;
+  }
+  EXPECT_EQ(Call(R"({"jsonrpc":"2.0","id":4,"method":"logging/setLevel"})")["error"]["code"],
+            jsonrpc::kInvalidParams);
+}
+
+// The notifications/message a fake tool call sends with these log lines (the call's own sink).
+std::vector<json> LogMessagesOfACall(Session& session, int id, const json& lines) {
+  auto sink = std::make_shared<RecordingSink>();
+  session.Handle(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                      {"params", {{"name", "fake"}, {"arguments", {{"log", lines}}}}}}
+                     .dump(),
+                 sink);
+  std::vector<json> got = sink->WaitFinals(1);
+  EXPECT_EQ(got.back()["id"], id);
+  got.pop_back();
+  for (const json& m : got) EXPECT_EQ(m["method"], "notifications/message") << m;
+  return got;
+}
+
+TEST_F(McpServerTest, LogMessagesGoOutOnlyAfterSetLevelAndOnlyAtOrAboveIt) {
+  Initialize();
+  const json lines = json::array({{{"level", "debug"}, {"logger", "stdout"}, {"data", "d"}},
+                                  {{"level", "info"}, {"logger", "stdout"}, {"data", "i"}},
+                                  {{"level", "warning"}, {"logger", "stderr"}, {"data", "w"}}});
+  EXPECT_EQ(LogMessagesOfACall(*session_, 1, lines), std::vector<json>{})
+      << "sent before the client asked for any";
+
+  ASSERT_EQ(Request(2, "logging/setLevel", {{"level", "info"}})["result"], json::object());
+  std::vector<json> got = LogMessagesOfACall(*session_, 3, lines);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], jsonrpc::MakeNotification(
+                        "notifications/message",
+                        {{"level", "info"}, {"logger", "stdout"}, {"data", "i"}}));
+  EXPECT_EQ(got[1]["params"]["level"], "warning");
+  EXPECT_EQ(got[1]["params"]["logger"], "stderr");
+  EXPECT_EQ(got[1]["params"]["data"], "w");
+
+  ASSERT_EQ(Request(4, "logging/setLevel", {{"level", "error"}})["result"], json::object());
+  EXPECT_EQ(LogMessagesOfACall(*session_, 5, lines), std::vector<json>{});
+  ASSERT_EQ(Request(6, "logging/setLevel", {{"level", "debug"}})["result"], json::object());
+  EXPECT_EQ(LogMessagesOfACall(*session_, 7, lines).size(), 3u);
+
+  // The level is a session's: another session of the same server has not asked for any.
+  auto other = server_.NewSession("other");
+  ASSERT_EQ(other->Handle(json{{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                               {"params", {{"protocolVersion", "2025-11-25"}}}}
+                              .dump(),
+                          std::make_shared<RecordingSink>()),
+            Handled::kResponding);
+  EXPECT_EQ(LogMessagesOfACall(*other, 8, lines), std::vector<json>{});
+}
+
+// The level is read when a message is sent: a setLevel that arrives while a call runs applies
+// to the rest of that call.
+TEST_F(McpServerTest, SetLevelDuringACallAppliesToItsLaterMessages) {
+  Initialize();
+  auto sink = std::make_shared<RecordingSink>();
+  session_->Handle(
+      json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+           {"params", {{"name", "fake"},
+                       {"arguments", {{"block", true},
+                                      {"log", json::array({{{"level", "info"},
+                                                            {"logger", "stdout"},
+                                                            {"data", "late"}}})}}}}}}
+          .dump(),
+      sink);
+  ASSERT_TRUE(tool_->WaitStarted(1));
+  ASSERT_EQ(Request(2, "logging/setLevel", {{"level", "info"}})["result"], json::object());
+  tool_->Release();
+  std::vector<json> got = sink->WaitFinals(1);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0]["params"]["data"], "late");
+  EXPECT_EQ(got[1]["id"], 1);
 }
 
 TEST_F(McpServerTest, CancelledCallSendsNoResult) {
