@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "exec/exec.h"
+#include "exec/live_output.h"
 #include "log/log.h"
 
 namespace mcpexec::exec {
@@ -215,13 +216,23 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
 
   sandbox::RunHooks hooks;
   hooks.cancel_fd = context.cancel_fd;
+  // New output goes out at most every 100 ms (about 10 notifications a second); a silent run
+  // still gets a progress notification every 500 ms, to show it is alive.
   hooks.progress_interval = std::chrono::milliseconds(500);
-  if (context.report_progress) {
-    hooks.on_progress = [&context](std::chrono::milliseconds elapsed, size_t output_bytes) {
-      context.report_progress(static_cast<double>(elapsed.count()) / 1000.0,
-                              "running for " + std::to_string(elapsed.count() / 1000) + "." +
-                                  std::to_string(elapsed.count() % 1000 / 100) + " s, " +
-                                  std::to_string(output_bytes) + " bytes of output so far");
+  hooks.output_interval = std::chrono::milliseconds(100);
+  LiveOutput live;
+  if (context.report_progress || context.log) {
+    hooks.on_output = [&live](sandbox::Stream stream, std::string_view bytes) {
+      live.Add(stream, bytes);
+    };
+    hooks.on_progress = [&live, &context](std::chrono::milliseconds elapsed, size_t output_bytes) {
+      const LiveUpdate update = live.Take(elapsed, output_bytes);
+      if (context.report_progress) context.report_progress(update.progress, update.message);
+      if (!context.log) return;
+      for (const LiveUpdate::StreamText& out : update.streams) {
+        context.log(mcp::LogLevel::kInfo,
+                    out.stream == sandbox::Stream::kStdout ? "stdout" : "stderr", out.text);
+      }
     };
   }
   auto result = Execute(plan_, config_, *request, hooks);
