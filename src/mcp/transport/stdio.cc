@@ -3,46 +3,23 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <mutex>
 #include <string>
 
 #include "jsonrpc/message.h"
 #include "log/log.h"
+#include "mcp/transport/line_writer.h"
 
 namespace mcpexec::mcp {
 namespace {
 
-class LineSink : public MessageSink {
- public:
-  explicit LineSink(int fd) : fd_(fd) {}
-
-  void Send(const nlohmann::json& message, bool /*final*/) override {
-    std::string line = jsonrpc::Serialize(message);
-    line.push_back('\n');
-    std::lock_guard lock(mu_);
-    if (broken_) return;
-    for (size_t done = 0; done < line.size();) {
-      const ssize_t n = write(fd_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        broken_ = true;  // the client closed its end; the read loop will see EOF
-        log::Warn("stdout closed by the client");
-        return;
-      }
-      done += static_cast<size_t>(n);
-    }
-  }
-
- private:
-  const int fd_;
-  std::mutex mu_;
-  bool broken_ = false;
-};
+// What may wait in the writer's queue while the client is not reading: notifications past it are
+// dropped (the same budget as a Streamable HTTP stream's).
+constexpr size_t kMaxPendingBytes = 4u << 20;
 
 }  // namespace
 
 Result<void> ServeStdio(Server& server, int in_fd, int out_fd, size_t max_message_bytes) {
-  auto sink = std::make_shared<LineSink>(out_fd);
+  auto sink = std::make_shared<LineWriter>(out_fd, kMaxPendingBytes);
   std::shared_ptr<Session> session = server.NewSession("stdio");
   std::string pending;
   bool discarding = false;  // inside a line that is already too long
@@ -51,8 +28,10 @@ Result<void> ServeStdio(Server& server, int in_fd, int out_fd, size_t max_messag
     const ssize_t n = read(in_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
+      const Error error = Errno(ErrorCode::kInternal, "read(stdin)");
       session->Close();
-      return Errno(ErrorCode::kInternal, "read(stdin)");
+      sink->Finish();
+      return error;
     }
     if (n == 0) break;
     size_t start = 0;
@@ -84,6 +63,7 @@ Result<void> ServeStdio(Server& server, int in_fd, int out_fd, size_t max_messag
     session->Handle(pending, sink);  // a last message without its newline
   }
   session->Close();
+  sink->Finish();  // what was answered before EOF still reaches the client
   return Ok();
 }
 

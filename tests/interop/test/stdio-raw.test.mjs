@@ -157,6 +157,39 @@ sys.stdout.write("no newline at the end")`;
     });
   });
 
+  // Output sent while a run goes on (progress and log notifications, up to ~80 KiB/s) used to be
+  // written to stdout by the run's own supervisor: a client that stopped reading filled the pipe,
+  // the write blocked, and with it the supervisor's deadline, so the run outlived its timeout.
+  it('stdio-stalled-client: a client that stops reading does not keep a run past its timeout', async () => {
+    start();
+    await raw.initialize();
+    assert.deepEqual((await raw.request({ jsonrpc: '2.0', id: 1, method: 'logging/setLevel', params: { level: 'info' } })).result, {});
+    const marker = `mcp-exec-interop-stalled-${randomUUID()}`;
+    const code = `import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", ${JSON.stringify(marker)}],
+                 start_new_session=True, stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+while True:
+    print("y" * 500, flush=True)
+    time.sleep(0.01)`;
+    raw.child.stdout.pause();
+    const t0 = performance.now();
+    raw.send(execCall(2, { code, timeout_s: 3 }, { progressToken: 'stalled' }));
+    await waitUntil(() => findByMarker(marker).length > 0, 10000, `the sandboxed process ${marker}`);
+    // Still not reading: the run dies at its 3 s timeout all the same.
+    await waitUntil(() => findByMarker(marker).length === 0, 7000, 'the run to die at its timeout').catch((err) => {
+      throw new Error(`${err.message}: still alive ${findByMarker(marker)}${raw.stderrTail()}`);
+    });
+    const diedMs = performance.now() - t0;
+    raw.child.stdout.resume();
+    const res = await raw.waitFor((m) => m.id === 2, 10000, 'the result');
+    assert.equal(res.result?.structuredContent?.timed_out, true, JSON.stringify(res).slice(0, 300));
+    assert.ok(res.result.structuredContent.duration_ms < 4000, `duration_ms ${res.result.structuredContent.duration_ms}`);
+    assert.ok(diedMs < 6000, `the run died ${diedMs.toFixed(0)} ms after the call`);
+    assert.deepEqual(raw.badLines.map((l) => l.slice(0, 100)), [], 'a broken line on stdout');
+    assert.ok(raw.messages.some((m) => m.method === 'notifications/progress'));
+  });
+
   it('cancel on the wire: notifications/cancelled kills the run and no response follows', async () => {
     start();
     await raw.initialize();
