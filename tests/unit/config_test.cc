@@ -14,6 +14,8 @@
 namespace mcpexec::config {
 namespace {
 
+using ::testing::HasSubstr;
+
 EnvLookup Env(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
@@ -75,6 +77,69 @@ TEST(Config, MalformedValuesNameTheVariable) {
   }
 }
 
+TEST(Config, FileLimitsHaveTheirDefaultsAndParse) {
+  Config c = Defaults("/r");
+  ASSERT_TRUE(ApplyEnv(Env({}), c).ok());
+  EXPECT_EQ(c.max_input_files, 64u);
+  EXPECT_EQ(c.max_input_file_bytes, 16u << 20);
+  EXPECT_EQ(c.max_output_files, 16u);
+  EXPECT_EQ(c.max_output_file_bytes, 1u << 20);
+  EXPECT_EQ(c.max_result_bytes, 1'000'000u);
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_MAX_INPUT_FILES", "3"},
+                            {"MCP_EXEC_MAX_INPUT_FILE_BYTES", "2k"},
+                            {"MCP_EXEC_MAX_OUTPUT_FILES", "0"},
+                            {"MCP_EXEC_MAX_OUTPUT_FILE_BYTES", "1g"},
+                            {"MCP_EXEC_MAX_RESULT_BYTES", "500000"}}),
+                       c)
+                  .ok());
+  EXPECT_EQ(c.max_input_files, 3u);
+  EXPECT_EQ(c.max_input_file_bytes, 2048u);
+  EXPECT_EQ(c.max_output_files, 0u);
+  EXPECT_EQ(c.max_output_file_bytes, 1u << 30);
+  EXPECT_EQ(c.max_result_bytes, 500'000u);
+  EXPECT_TRUE(Validate(c).ok());
+}
+
+TEST(Config, BadFileLimitsNameTheVariable) {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"MCP_EXEC_MAX_INPUT_FILES", "many"},
+           {"MCP_EXEC_MAX_INPUT_FILES", "-1"},
+           {"MCP_EXEC_MAX_INPUT_FILES", "100001"},
+           {"MCP_EXEC_MAX_INPUT_FILES", "1k"},
+           {"MCP_EXEC_MAX_INPUT_FILE_BYTES", "0"},
+           {"MCP_EXEC_MAX_INPUT_FILE_BYTES", "16q"},
+           {"MCP_EXEC_MAX_OUTPUT_FILES", ""},
+           {"MCP_EXEC_MAX_OUTPUT_FILES", "1.5"},
+           {"MCP_EXEC_MAX_OUTPUT_FILE_BYTES", "-1"},
+           {"MCP_EXEC_MAX_OUTPUT_FILE_BYTES", "lots"},
+           {"MCP_EXEC_MAX_RESULT_BYTES", ""},
+           {"MCP_EXEC_MAX_RESULT_BYTES", "1t"}}) {
+    Config c = Defaults("/r");
+    auto r = ApplyEnv(Env({{name, value}}), c);
+    ASSERT_FALSE(r.ok()) << name << "=" << value;
+    EXPECT_THAT(r.error().message, HasSubstr(name)) << value;
+  }
+  // Output files are read into memory: at most 1 GiB each.
+  Config c = Defaults("/r");
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_MAX_OUTPUT_FILE_BYTES", "1025m"}}), c).ok());
+  auto r = Validate(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message, HasSubstr("MCP_EXEC_MAX_OUTPUT_FILE_BYTES is at most 1g"));
+}
+
+// Input files arrive inside the JSON-RPC message: the largest message grows with what the
+// workspace can take, up to the input limits.
+TEST(Config, MaxMessageBytesMakesRoomForInputFiles) {
+  Config c = Defaults("/r");
+  const uint64_t with_files = MaxMessageBytes(c);
+  c.max_input_files = 0;
+  const uint64_t without = MaxMessageBytes(c);
+  EXPECT_EQ(with_files - without, 2 * c.workspace_bytes);
+  c.max_input_files = 2;
+  c.max_input_file_bytes = 1000;
+  EXPECT_EQ(MaxMessageBytes(c) - without, 2 * 2000u);
+}
+
 TEST(Config, DefaultTimeoutAboveMaximumIsRejected) {
   Config c = Defaults("/r");
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_DEFAULT_TIMEOUT_S", "400"}}), c).ok());
@@ -105,7 +170,6 @@ TEST(Config, TimeoutIsClampedToOneAndTheMaximum) {
 }
 
 using ::testing::AllOf;
-using ::testing::HasSubstr;
 using ::testing::Not;
 
 TEST(Config, AuthVariablesParse) {

@@ -7,6 +7,7 @@ namespace mcpexec::exec {
 namespace {
 
 using nlohmann::json;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 class ExecToolTest : public ::testing::Test {
@@ -60,6 +61,62 @@ TEST_F(ExecToolTest, InvalidArgumentsAreToolErrors) {
   EXPECT_THAT(ErrorFor({{"code", "pass"}, {"cwd", "/"}}), HasSubstr("unknown argument 'cwd'"));
   EXPECT_THAT(ErrorFor({{"code", "pass"}, {"stdin", std::string((1 << 20) + 1, 'x')}}),
               HasSubstr("MCP_EXEC_MAX_STDIN_BYTES"));
+}
+
+TEST_F(ExecToolTest, DefinitionDescribesFiles) {
+  json d = tool_.Definition();
+  const json& files = d["inputSchema"]["properties"]["files"];
+  EXPECT_EQ(files["type"], "array");
+  EXPECT_EQ(files["items"]["required"], json::array({"path", "content"}));
+  EXPECT_EQ(files["items"]["properties"]["encoding"]["enum"], json::array({"utf-8", "base64"}));
+  EXPECT_EQ(files["items"]["additionalProperties"], false);
+  const json& listed = d["outputSchema"]["properties"]["files"]["items"];
+  EXPECT_EQ(listed["required"], json::array({"path", "size", "mime_type", "returned", "reason"}));
+  EXPECT_THAT(d["description"].get<std::string>(),
+              AllOf(HasSubstr("/tmp/outputs/"), HasSubstr("64 files of at most 16 MiB"),
+                    HasSubstr("16 files of up to 1 MiB"), HasSubstr("under 1000000 bytes")));
+}
+
+// Every bad `files` argument is a tool error that names the entry, before anything runs (the
+// tool has no launch plan here: reaching the sandbox would crash).
+TEST_F(ExecToolTest, InvalidFilesAreToolErrorsNamingTheEntry) {
+  auto with = [](json files) { return json{{"code", "pass"}, {"files", std::move(files)}}; };
+  const json ok = {{"path", "ok.txt"}, {"content", "x"}};
+  EXPECT_THAT(ErrorFor(with("data.csv")),
+              HasSubstr("invalid arguments: files must be an array of {path, content, encoding}"));
+  EXPECT_THAT(ErrorFor(with({ok, 5})), HasSubstr("files[1]: must be an object"));
+  EXPECT_THAT(
+      ErrorFor(with({ok, {{"path", "../../etc/passwd"}, {"content", "x"}}})),
+      HasSubstr("files[1] (\"../../etc/passwd\"): the path has a \".\" or \"..\" component"));
+  EXPECT_THAT(ErrorFor(with({{{"path", "/etc/passwd"}, {"content", "x"}}})),
+              HasSubstr("files[0] (\"/etc/passwd\"): the path is absolute"));
+  EXPECT_THAT(ErrorFor(with({{{"path", "main.py"}, {"content", "x"}}})),
+              HasSubstr("files[0] (\"main.py\"): main.py is the program itself"));
+  EXPECT_THAT(ErrorFor(with({{{"path", "x.bin"}, {"content", "@@@@"}, {"encoding", "base64"}}})),
+              HasSubstr("files[0] (\"x.bin\"): content is not valid base64"));
+  EXPECT_THAT(ErrorFor(with({{{"path", "x"}, {"content", "x"}, {"encoding", "latin1"}}})),
+              HasSubstr("files[0] (\"x\"): encoding must be"));
+  EXPECT_THAT(ErrorFor(with({{{"path", "x"}, {"content", "x"}, {"owner", "root"}}})),
+              HasSubstr("files[0] (\"x\"): unknown field 'owner'"));
+  EXPECT_THAT(ErrorFor(with({ok, ok})),
+              HasSubstr("files[1] (\"ok.txt\"): the path is given twice"));
+  EXPECT_THAT(
+      ErrorFor(with({{{"path", "a"}, {"content", ""}}, {{"path", "a/b"}, {"content", ""}}})),
+      HasSubstr("input file \"a\" is also a directory of \"a/b\""));
+  json many = json::array();
+  for (int i = 0; i < 65; ++i) many.push_back({{"path", "f" + std::to_string(i)}, {"content", ""}});
+  EXPECT_THAT(ErrorFor(with(many)), AllOf(HasSubstr("65 input files, over the limit of 64"),
+                                          HasSubstr("MCP_EXEC_MAX_INPUT_FILES")));
+  EXPECT_THAT(ErrorFor(with({{{"path", "big"}, {"content", std::string((16 << 20) + 1, 'x')}}})),
+              AllOf(HasSubstr("files[0] (\"big\"): 16777217 bytes"),
+                    HasSubstr("MCP_EXEC_MAX_INPUT_FILE_BYTES")));
+  json full = json::array();
+  for (int i = 0; i < 5; ++i) {
+    full.push_back({{"path", "f" + std::to_string(i)}, {"content", std::string(16 << 20, 'x')}});
+  }
+  EXPECT_THAT(ErrorFor(with(full)), HasSubstr("MCP_EXEC_WORKSPACE_BYTES"));
+  EXPECT_THAT(ErrorFor({{"code", "pass"}, {"file", json::array()}}),
+              HasSubstr("unknown argument 'file' (exec takes code, timeout_s, stdin, files)"));
 }
 
 // Found by tests/fuzz/exec_args_fuzz: arguments that are not an object made Call() throw
