@@ -39,15 +39,16 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
 
 namespace {
 
-Result<std::string> ReadLocalFile(const std::string& path, uint64_t limit, const std::string& flag) {
+// `what` names the file in messages: "--input data/x.csv=./x.csv".
+Result<std::string> ReadLocalFile(const std::string& path, uint64_t limit, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return MakeError(ErrorCode::kNotFound, "cannot read " + flag + " " + path);
+  if (!in) return MakeError(ErrorCode::kNotFound, "cannot read " + what);
   std::string data;
   char buf[65536];
   while (data.size() <= limit && in.read(buf, sizeof buf).gcount() > 0) {
     data.append(buf, static_cast<size_t>(in.gcount()));
   }
-  if (in.bad()) return MakeError(ErrorCode::kNotFound, "cannot read " + flag + " " + path);
+  if (in.bad()) return MakeError(ErrorCode::kNotFound, "cannot read " + what);
   return data;
 }
 
@@ -78,9 +79,9 @@ Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& o, std::istream& c
       return MakeError(ErrorCode::kInvalidArgument,
                        "--input " + input + ": expected PATH=LOCALFILE, e.g. data/in.csv=./in.csv");
     }
-    MCPEXEC_ASSIGN_OR_RETURN(
-        std::string content,
-        ReadLocalFile(input.substr(eq + 1), max_input_file_bytes, "--input " + input.substr(0, eq) + "="));
+    MCPEXEC_ASSIGN_OR_RETURN(std::string content,
+                             ReadLocalFile(input.substr(eq + 1), max_input_file_bytes,
+                                           "--input " + input));
     request.files.push_back({input.substr(0, eq), std::move(content)});
   }
   return request;

@@ -11,6 +11,7 @@
 namespace mcpexec::cli {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 RunOptions Parse(std::vector<std::string> args) {
@@ -58,6 +59,67 @@ TEST(RunArgs, FileIsRead) {
   EXPECT_THAT(ResolveRunRequest(o, none).error().message, HasSubstr("cannot read --file"));
 }
 
+TEST(RunArgs, InputsAreReadIntoFiles) {
+  testing::TempDir dir;
+  const std::string binary("\x89PNG\r\n\x1a\n\x00\xff", 10);
+  std::ofstream(dir.Path() + "/in.csv") << "a,b\n1,2\n";
+  std::ofstream(dir.Path() + "/blob.bin", std::ios::binary) << binary;
+  std::ofstream(dir.Path() + "/eq=sign") << "named with =";
+  RunOptions o =
+      Parse({"--code", "pass", "--input", "data/in.csv=" + dir.Path() + "/in.csv", "--input",
+             "blob.bin=" + dir.Path() + "/blob.bin", "--input", "e=" + dir.Path() + "/eq=sign"});
+  std::istringstream none;
+  auto r = ResolveRunRequest(o, none);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->files.size(), 3u);
+  EXPECT_EQ(r->files[0].path, "data/in.csv");
+  EXPECT_EQ(r->files[0].content, "a,b\n1,2\n");
+  EXPECT_EQ(r->files[1].path, "blob.bin");
+  EXPECT_EQ(r->files[1].content, binary);
+  EXPECT_EQ(r->files[2].path, "e");  // PATH ends at the first '='
+  EXPECT_EQ(r->files[2].content, "named with =");
+}
+
+TEST(RunArgs, InputWithoutPathOrFileIsAnError) {
+  std::istringstream none;
+  for (const std::string input : {"data.csv", "=./data.csv", "data.csv=", "="}) {
+    auto r = ResolveRunRequest(Parse({"--code", "pass", "--input", input}), none);
+    ASSERT_FALSE(r.ok()) << input;
+    EXPECT_THAT(r.error().message,
+                AllOf(HasSubstr("--input " + input), HasSubstr("expected PATH=LOCALFILE")));
+  }
+  EXPECT_THROW(Parse({"--code", "pass", "--input"}), CLI::ParseError);
+}
+
+TEST(RunArgs, AnUnreadableInputFileIsAnError) {
+  testing::TempDir dir;
+  std::istringstream none;
+  for (const std::string& local : {dir.Path() + "/missing.csv", dir.Path()}) {
+    auto r = ResolveRunRequest(Parse({"--code", "pass", "--input", "x.csv=" + local}), none);
+    ASSERT_FALSE(r.ok()) << local;
+    EXPECT_EQ(r.error().message, "cannot read --input x.csv=" + local);
+  }
+}
+
+// A local file is read only up to the limit and a little more: enough for validation to refuse
+// it without holding all of it.
+TEST(RunArgs, AnInputOverTheLimitIsRefusedByValidation) {
+  testing::TempDir dir;
+  std::ofstream(dir.Path() + "/big.bin") << std::string(1 << 20, 'x');
+  std::istringstream none;
+  auto r = ResolveRunRequest(
+      Parse({"--code", "pass", "--input", "big.bin=" + dir.Path() + "/big.bin"}), none, 1000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->files.size(), 1u);
+  EXPECT_GT(r->files[0].content.size(), 1000u);
+  EXPECT_LT(r->files[0].content.size(), 1u << 20);
+  config::Config c = config::Defaults("/r");
+  c.max_input_file_bytes = 1000;
+  EXPECT_THAT(
+      exec::ValidateRequest(c, *r).error().message,
+      AllOf(HasSubstr("files[0] (\"big.bin\")"), HasSubstr("MCP_EXEC_MAX_INPUT_FILE_BYTES")));
+}
+
 TEST(RunArgs, CodeSourcesExcludeEachOther) {
   EXPECT_THROW(Parse({"--code", "a", "--file", "b"}), CLI::ParseError);
   EXPECT_THROW(Parse({"--code", "a", "-"}), CLI::ParseError);
@@ -89,6 +151,23 @@ TEST(RunConfig, BadFlagValueIsAnError) {
   auto c = ResolveConfig("/d", NoEnv(), Parse({"--workspace-bytes", "lots"}).config);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.error().message, HasSubstr("MCP_EXEC_WORKSPACE_BYTES"));
+}
+
+TEST(RunConfig, FileLimitFlags) {
+  auto c = ResolveConfig(
+      "/d", NoEnv(),
+      Parse({"--max-input-files", "2", "--max-input-file-bytes", "1k", "--max-output-files", "3",
+             "--max-output-file-bytes", "4k", "--max-result-bytes", "5k"})
+          .config);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->max_input_files, 2u);
+  EXPECT_EQ(c->max_input_file_bytes, 1024u);
+  EXPECT_EQ(c->max_output_files, 3u);
+  EXPECT_EQ(c->max_output_file_bytes, 4096u);
+  EXPECT_EQ(c->max_result_bytes, 5120u);
+  auto bad = ResolveConfig("/d", NoEnv(), Parse({"--max-output-files", "few"}).config);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, HasSubstr("MCP_EXEC_MAX_OUTPUT_FILES"));
 }
 
 TEST(ExitStatus, ProgramStatusSignalAndTimeout) {
