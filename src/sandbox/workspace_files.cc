@@ -83,7 +83,15 @@ Result<void> WriteOne(int workspace_fd, const InputFile& file) {
       return FileError(file.path, "create directory " + name);
     }
     UniqueFd next(OpenInWorkspace(dir.Get(), name.c_str(), O_PATH | O_DIRECTORY));
-    if (!next.Valid()) return FileError(file.path, "open directory " + name);
+    if (!next.Valid()) {
+      // With O_NOFOLLOW, a link where a directory is wanted fails with ENOTDIR, not ELOOP.
+      const int err = errno;
+      struct stat st {};
+      const bool link =
+          fstatat(dir.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+      errno = link ? ELOOP : err;
+      return FileError(file.path, "open directory " + name);
+    }
     dir = std::move(next);
   }
   const std::string name(parts.back());
