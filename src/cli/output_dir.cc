@@ -14,6 +14,16 @@
 namespace mcpexec::cli {
 namespace {
 
+// `otherwise`, or that a link is in the way when one stands at `name`: with O_NOFOLLOW, a link
+// where a directory is wanted fails with ENOTDIR rather than ELOOP.
+std::string InTheWay(int dir, const std::string& name, const std::string& otherwise) {
+  struct stat st {};
+  if (fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+    return "a link is in the way in the output directory";
+  }
+  return otherwise;
+}
+
 // "" when written, else why not.
 std::string WriteOne(int root, const sandbox::OutputFile& file) {
   UniqueFd dir(fcntl(root, F_DUPFD_CLOEXEC, 0));
@@ -26,17 +36,28 @@ std::string WriteOne(int root, const sandbox::OutputFile& file) {
     }
     UniqueFd next(OpenBeneath(dir.Get(), name.c_str(), O_PATH | O_DIRECTORY));
     if (!next.Valid()) {
-      return errno == ELOOP ? "a link is in the way in the output directory"
-                            : "cannot open a directory on its way: " + std::string(strerror(errno));
+      const std::string why = strerror(errno);
+      return InTheWay(dir.Get(), name, "cannot open a directory on its way: " + why);
     }
     dir = std::move(next);
   }
   const std::string name(rest);
-  UniqueFd out(OpenBeneath(dir.Get(), name.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  // Whatever is there already is looked at before anything is written, so no O_TRUNC.
+  // O_NONBLOCK: a FIFO in the way fails with ENXIO instead of waiting for a reader.
+  UniqueFd out(OpenBeneath(dir.Get(), name.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK, 0644));
   if (!out.Valid()) {
-    return errno == ELOOP ? "a link is in the way in the output directory"
-                          : "cannot create it: " + std::string(strerror(errno));
+    if (errno == ENXIO) return "a FIFO is in the way in the output directory";
+    const std::string why = strerror(errno);
+    return InTheWay(dir.Get(), name, "cannot create it: " + why);
   }
+  struct stat st {};
+  if (fstat(out.Get(), &st) != 0) return "cannot stat it: " + std::string(strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    return "something other than a file is in the way in the output directory";
+  }
+  // Another name of the same file, maybe outside the directory: writing would change it there.
+  if (st.st_nlink > 1) return "a hard link is in the way in the output directory";
+  if (ftruncate(out.Get(), 0) != 0) return "cannot truncate it: " + std::string(strerror(errno));
   if (auto written = WriteAll(out.Get(), file.data); !written.ok()) return written.error().message;
   return "";
 }
