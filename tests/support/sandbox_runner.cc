@@ -533,6 +533,29 @@ Outcome SandboxRunner::RunCode(const std::string& code, const std::vector<std::s
   return StartCode(code, extra_args, options).Wait();
 }
 
+// ---------------------------------------------------------------------------- ModeOwnedDir
+
+ModeOwnedDir::ModeOwnedDir(RunMode mode) {
+  std::string tmpl = HostSetup::Get().ScratchDir() + "/dir-" + ModeName(mode) + "-XXXXXX";
+  if (HostSetup::Get().ScratchDir().empty()) {
+    problem_ = "HostSetup has no scratch directory";
+  } else if (mkdtemp(tmpl.data()) == nullptr) {
+    problem_ = "mkdtemp " + tmpl + ": " + ErrnoText(errno);
+  } else if (chmod(tmpl.c_str(), 0755) != 0 ||
+             chown(tmpl.c_str(), HostSetup::Get().Uid(mode), HostSetup::Get().Gid(mode)) != 0) {
+    problem_ = "chmod/chown " + tmpl + ": " + ErrnoText(errno);
+    rmdir(tmpl.c_str());
+  } else {
+    path_ = tmpl;
+  }
+}
+
+ModeOwnedDir::~ModeOwnedDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
 std::vector<std::string> FreshWorkspaceTree(const std::vector<std::string>& extra) {
   std::vector<std::string> paths = extra;
   paths.push_back("main.py");

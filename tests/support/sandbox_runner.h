@@ -118,6 +118,8 @@ class HostSetup {
   gid_t Gid(RunMode mode) const;
   // Writes `content` to a file in a directory every mode can read; returns its path.
   std::string WriteSharedFile(const std::string& name, const std::string& content) const;
+  // The directory WriteSharedFile writes in (0755, under /tmp); empty before SetUp.
+  const std::string& ScratchDir() const { return scratch_dir_; }
 
  private:
   bool set_up_ = false;
@@ -161,6 +163,25 @@ class SandboxRunner {
   std::vector<std::string> RunArgv(const std::vector<std::string>& run_args) const;
 
   RunMode mode_;
+};
+
+// A new empty directory that `mode`'s user owns (0755, in HostSetup's scratch directory, which
+// every mode can reach): where a run may write, e.g. with --output-dir. The destructor removes
+// it with everything in it.
+class ModeOwnedDir {
+ public:
+  explicit ModeOwnedDir(RunMode mode);
+  ~ModeOwnedDir();
+  ModeOwnedDir(const ModeOwnedDir&) = delete;
+  ModeOwnedDir& operator=(const ModeOwnedDir&) = delete;
+
+  // Empty when it could not be made (Problem() says why).
+  const std::string& Path() const { return path_; }
+  const std::string& Problem() const { return problem_; }
+
+ private:
+  std::string path_;
+  std::string problem_;
 };
 
 // What a fresh workspace holds, as sorted paths relative to /tmp ("main.py", ".cache",
