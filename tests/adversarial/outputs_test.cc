@@ -1,0 +1,502 @@
+// Output collection (catalogue FS-06): what a hostile program leaves in /tmp/outputs is read by
+// the supervisor on the host, outside every namespace of the run, and `run --output-dir` writes
+// it there. No host byte may come back through a link, nothing may hang on a FIFO or a huge file,
+// the caps hold, and input paths cannot leave the workspace.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "../support/host_processes.h"
+#include "adversarial_test.h"
+#include "base/base64.h"
+#include "host_fixtures.h"
+
+namespace mcpexec::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+// Waits for `run` at most `limit`; past it the failure is recorded and mcp-exec is killed, so
+// that a hang fails the case instead of the suite.
+Outcome WaitAtMost(BackgroundRun& run, std::chrono::seconds limit) {
+  auto finished = std::async(std::launch::async, [&run] { return run.Wait(); });
+  if (finished.wait_for(limit) != std::future_status::ready) {
+    ADD_FAILURE() << "mcp-exec run still runs after " << limit.count() << " s: killed";
+    kill(run.Pid(), SIGKILL);
+  }
+  return finished.get();
+}
+
+// The result's `files`, by path.
+std::map<std::string, json> Listed(const Outcome& r) {
+  std::map<std::string, json> files;
+  if (!r.json.is_object() || !r.json["files"].is_array()) return files;
+  for (const json& f : r.json["files"]) files[f.value("path", "")] = f;
+  return files;
+}
+
+// Regular files under `dir`, relative to it, sorted.
+std::vector<std::string> FilesUnder(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file()) files.push_back(it->path().lexically_relative(dir).string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Expects none of `secrets` in what mcp-exec printed nor in any file it wrote under `dir`.
+void ExpectNoneOf(const std::vector<std::string>& secrets, const Outcome& r,
+                  const std::string& dir) {
+  for (const std::string& secret : secrets) {
+    EXPECT_EQ(r.out.find(secret), std::string::npos) << "host bytes in the result: " << secret;
+    EXPECT_EQ(r.err.find(secret), std::string::npos) << "host bytes on stderr: " << secret;
+    for (const std::string& file : FilesUnder(dir)) {
+      EXPECT_EQ(ReadHostFile(dir + "/" + file).find(secret), std::string::npos)
+          << "host bytes in --output-dir/" << file << ": " << secret;
+    }
+  }
+}
+
+// Entries of a host file that are worth looking for (separated by newlines or NULs, at least 12
+// bytes): what a followed link to it would bring back.
+std::vector<std::string> Pieces(const std::string& path) {
+  std::vector<std::string> pieces;
+  std::string piece;
+  for (const char c : ReadHostFile(path) + '\n') {
+    if (c == '\n' || c == '\0') {
+      if (piece.size() >= 12) pieces.push_back(piece);
+      piece.clear();
+    } else {
+      piece += c;
+    }
+  }
+  return pieces;
+}
+
+// A listed file's reason; "" when it has none (null).
+std::string Reason(const json& file) {
+  return file.contains("reason") && file["reason"].is_string() ? file["reason"].get<std::string>()
+                                                               : "";
+}
+
+void ExpectNotReturned(std::map<std::string, json>& files, const std::string& path,
+                       const std::string& reason) {
+  ASSERT_TRUE(files.count(path)) << path << " is not listed";
+  const json& f = files[path];
+  EXPECT_EQ(f["returned"], false) << path;
+  EXPECT_THAT(Reason(f), HasSubstr(reason)) << path;
+}
+
+class OutputDir {
+ public:
+  explicit OutputDir(RunMode mode) : dir_(mode) { EXPECT_EQ(dir_.Problem(), ""); }
+  const std::string& Path() const { return dir_.Path(); }
+  std::vector<std::string> Args() const { return {"--output-dir", dir_.Path()}; }
+
+ private:
+  ModeOwnedDir dir_;
+};
+
+TEST_P(Adversarial, FS_06_LinksInOutputsAreListedNotFollowed) {
+  const std::string token = RandomToken();
+  const std::string planted = HostSetup::Get().WriteSharedFile(
+      "fs06-planted-" + ModeName(GetParam()), "host secret " + token + "\n");
+  OutputDir out(GetParam());
+  // The supervisor's own /proc/self/environ holds a second token.
+  const std::string env_token = RandomToken();
+  const Outcome r = RunProbe("fs06_symlinks", {{"host_file", planted}}, out.Args(),
+                             WithEnv({"FS06_SUPERVISOR_SECRET=" + env_token}));
+  json o = ContainedReport(r);
+  const std::vector<std::string> links = {"plot.png", "environ-1.txt", "environ-self.txt",
+                                          "fd-0.txt", "planted.txt",   "up.txt",
+                                          "etc",      "sub/inner.csv"};
+  for (const std::string& link : links) {
+    EXPECT_EQ(o["symlink " + link], json("ok")) << "positive control: " << link;
+  }
+  EXPECT_EQ(o["readlink plot.png"], json("/etc/shadow"));
+  std::map<std::string, json> files = Listed(r);
+  EXPECT_EQ(files.size(), links.size() + 1) << r.json["files"];
+  for (const std::string& link : links) {
+    ExpectNotReturned(files, link, "not a regular file (symlink)");
+    EXPECT_EQ(files[link]["size"], 0) << link;
+    EXPECT_EQ(files[link]["mime_type"], nullptr) << link;
+  }
+  EXPECT_EQ(files["control.txt"]["returned"], true);
+  EXPECT_EQ(FilesUnder(out.Path()), std::vector<std::string>{"control.txt"});
+  std::vector<std::string> secrets = {token, env_token};
+  // What the links would bring back on the host, where the test can read it (as root; the
+  // environment of the host's PID 1 may be empty).
+  for (const char* host_file : {"/etc/shadow", "/proc/1/environ"}) {
+    const std::vector<std::string> pieces = Pieces(host_file);
+    secrets.insert(secrets.end(), pieces.begin(), pieces.end());
+  }
+  if (geteuid() == 0) {
+    EXPECT_GT(secrets.size(), 2u) << "positive control: /etc/shadow was read";
+  }
+  ExpectNoneOf(secrets, r, out.Path());
+  unlink(planted.c_str());
+}
+
+TEST_P(Adversarial, FS_06_OutputsReplacedByALinkGivesNothing) {
+  const std::string token = RandomToken();
+  ModeOwnedDir host_dir(GetParam());
+  ASSERT_EQ(host_dir.Problem(), "");
+  { std::ofstream(host_dir.Path() + "/planted.txt") << "host secret " << token << "\n"; }
+  for (const bool beneath : {false, true}) {
+    OutputDir out(GetParam());
+    const Outcome r = RunProbe("fs06_outputs_link",
+                               {{"target", host_dir.Path()}, {"beneath", beneath}}, out.Args());
+    json o = ContainedReport(r);
+    EXPECT_EQ(o["symlink /tmp/outputs"], json("ok")) << "positive control";
+    EXPECT_EQ(o["listdir /tmp/outputs"], json("ENOENT")) << "the host's directory is not there";
+    if (beneath) {
+      EXPECT_EQ(o["symlink /tmp/outputs beneath"], json("ok"));
+    }
+    EXPECT_EQ(r.json["files"], json::array()) << "beneath " << beneath;
+    EXPECT_FALSE(r.json.contains("files_walk_incomplete"));
+    EXPECT_EQ(FilesUnder(out.Path()), std::vector<std::string>{});
+    ExpectNoneOf({token}, r, out.Path());
+  }
+}
+
+// link() across mounts is EXDEV: a name in the workspace cannot reach an inode of the rootfs
+// (and the host's files are not in the sandbox's tree to begin with).
+TEST_P(Adversarial, FS_06_HardLinksOutOfTheWorkspaceAreRefused) {
+  OutputDir out(GetParam());
+  const Outcome r = RunProbe("fs06_hardlink", json::object(), out.Args());
+  json o = ContainedReport(r);
+  ExpectEach(
+      o, {"link /etc/passwd", "link /proc/self/fd (AT_SYMLINK_FOLLOW)", "link /usr/bin/python3"},
+      "EXDEV");
+  EXPECT_EQ(o["link within the workspace"], json("ok")) << "positive control";
+  EXPECT_EQ(o["outputs"], json({"inside.txt"}));
+  EXPECT_EQ(r.json["files"], json({{{"path", "inside.txt"},
+                                    {"size", 16},
+                                    {"mime_type", "text/plain"},
+                                    {"returned", true},
+                                    {"reason", nullptr}}}));
+  EXPECT_EQ(ReadHostFile(out.Path() + "/inside.txt"), "workspace bytes\n");
+  EXPECT_EQ(FilesUnder(out.Path()), std::vector<std::string>{"inside.txt"});
+}
+
+// Measured on the build host: the run takes about 0.2 s, as one without the FIFOs; the bound is
+// 10 s.
+TEST_P(Adversarial, FS_06_FifosAreListedAndNothingWaits) {
+  OutputDir out(GetParam());
+  BackgroundRun run = StartProbe("fs06_fifo", json::object(), out.Args());
+  const Outcome r = WaitAtMost(run, std::chrono::seconds(30));
+  json o = ContainedReport(r);
+  ExpectEach(o, {"mkfifo out.csv", "mkfifo plot.png"}, "ok");
+  std::map<std::string, json> files = Listed(r);
+  for (const char* fifo : {"out.csv", "plot.png"}) {
+    ExpectNotReturned(files, fifo, "not a regular file (fifo)");
+    EXPECT_EQ(files[fifo]["mime_type"], nullptr);
+  }
+  EXPECT_EQ(files["z-control.txt"]["returned"], true);
+  EXPECT_EQ(FilesUnder(out.Path()), std::vector<std::string>{"z-control.txt"});
+  EXPECT_LT(r.elapsed, milliseconds(10'000)) << r.Describe();
+}
+
+// A file can be no larger than the workspace (RLIMIT_FSIZE): in the default 64 MiB workspace a
+// 10 GiB truncate is EFBIG, and the largest sparse file is 64 MiB. In a workspace of 16 GiB the
+// 10 GiB file is made. Either way it is listed with its size and not read, quickly; the
+// supervisor's memory shows it.
+TEST_P(Adversarial, FS_06_ASparseFileIsListedNotRead) {
+  const uint64_t size = 10ull << 30;
+  for (const uint64_t workspace : {64ull << 20, 16ull << 30}) {
+    SCOPED_TRACE("workspace " + std::to_string(workspace));
+    OutputDir out(GetParam());
+    BackgroundRun run =
+        StartProbe("fs06_sparse", {{"size", size}},
+                   {"--output-dir", out.Path(), "--workspace-bytes", std::to_string(workspace)});
+    const Outcome r = WaitAtMost(run, std::chrono::seconds(30));
+    json o = ContainedReport(r);
+    EXPECT_EQ(o["RLIMIT_FSIZE"], workspace);
+    const uint64_t made = std::min(size, workspace);
+    if (workspace < size) {
+      EXPECT_EQ(o["truncate"], json("EFBIG"));
+      EXPECT_EQ(o["truncate to RLIMIT_FSIZE"], json("ok"));
+    } else {
+      EXPECT_EQ(o["truncate"], json("ok"));
+    }
+    EXPECT_EQ(o["size"], made);
+    EXPECT_EQ(o["blocks"], 0);
+    std::map<std::string, json> files = Listed(r);
+    ExpectNotReturned(files, "huge.bin", "larger than MCP_EXEC_MAX_OUTPUT_FILE_BYTES");
+    EXPECT_EQ(files["huge.bin"]["size"], made);
+    EXPECT_EQ(FilesUnder(out.Path()), std::vector<std::string>{});
+    EXPECT_LT(r.elapsed, milliseconds(10'000)) << r.Describe();
+    EXPECT_LT(r.maxrss_kib, 64 * 1024) << "the supervisor read the file";
+  }
+}
+
+// 100,000 empty files: the workspace has one inode per KiB (65,536 in the default 64 MiB, where
+// the 65,531st file is ENOSPC), so this run gets 128 MiB and 131,072. Every file is looked at,
+// 256 are listed in version order, 16 read, the rest counted. Measured on the build host: the
+// run's time after the program's (set-up, the walk, removing the workspace) about 1.2 s, of
+// which the walk is about 0.3 s (CollectOutputs.AHundredThousandFilesAreCountedInBoundedTime);
+// the bound is 5 s.
+TEST_P(Adversarial, FS_06_AHundredThousandFilesAreCountedInBoundedTime) {
+  OutputDir out(GetParam());
+  constexpr int kCount = 100'000;
+  BackgroundRun run =
+      StartProbe("fs06_many_files", {{"count", kCount}},
+                 {"--output-dir", out.Path(), "--timeout", "120", "--workspace-bytes", "128m"});
+  const Outcome r = WaitAtMost(run, std::chrono::seconds(150));
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["create"], json("ok"));
+  ASSERT_EQ(o["files made"], kCount);
+  ASSERT_TRUE(r.json["files"].is_array());
+  const json& files = r.json["files"];
+  ASSERT_EQ(files.size(), 256u);
+  EXPECT_EQ(r.json.value("files_not_listed", 0), kCount - 256);
+  EXPECT_FALSE(r.json.contains("files_walk_incomplete"));
+  for (size_t i = 0; i < files.size(); ++i) {
+    EXPECT_EQ(files[i]["path"], "f-" + std::to_string(i));
+    EXPECT_EQ(files[i]["returned"], i < 16) << i;
+    if (i >= 16) {
+      EXPECT_THAT(Reason(files[i]), HasSubstr("MCP_EXEC_MAX_OUTPUT_FILES")) << i;
+    }
+  }
+  EXPECT_EQ(FilesUnder(out.Path()).size(), 16u);
+  const milliseconds program(r.json.value("duration_ms", 0));
+  const milliseconds after = r.elapsed - program;
+  std::cout << "[ measure  ] " << kCount << " files: run " << r.elapsed.count() << " ms, program "
+            << program.count() << " ms, the rest (set-up, collection) " << after.count() << " ms\n";
+  EXPECT_LT(after, milliseconds(5'000)) << r.Describe();
+}
+
+// The version each of live-00 to live-15 holds, or why one is not a page the writer wrote.
+std::vector<long> LiveVersions(const std::string& dir, std::string* problem) {
+  std::vector<long> versions;
+  for (int i = 0; i < 16; ++i) {
+    const std::string name = (i < 10 ? "live-0" : "live-") + std::to_string(i);
+    const std::string data = ReadHostFile(dir + "/" + name);
+    const std::string line = data.substr(0, 16);
+    std::string page;
+    for (int k = 0; k < 256; ++k) page += line;
+    if (data.size() != 4096 || line.back() != '\n' || data != page) {
+      *problem = name + " is not a whole page of one version";
+      return versions;
+    }
+    versions.push_back(std::stol(line));
+  }
+  return versions;
+}
+
+// A daemon writes version after version, version v into live-(v % 16), for ever; the program
+// exits while it writes. Why the result is consistent: the supervisor reads /tmp/outputs only
+// after it has reaped the sandbox's init, and init is PID 1 of the run's PID namespace: the
+// kernel does not let it finish exiting (zap_pid_ns_processes) before every other process of
+// the namespace is killed and gone. So the writer is dead before the first byte is read, and
+// the 16 files hold its last 16 versions: whole pages (a one-page pwrite is not cut by SIGKILL),
+// numbers n to n + 15, each in its file. A collector reading beside the writer would find the
+// files of different rounds (a spread over 15): a simulation on the host, this collector's code
+// beside this writer and its empty directories, found that in 200 of 200 collections.
+TEST_P(Adversarial, FS_06_FilesRewrittenAfterTheProgramExitsAreCollectedWhole) {
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    OutputDir out(GetParam());
+    const std::string marker = NewMarker("fs06-writer");
+    constexpr int kVersions = 50;
+    BackgroundRun run =
+        StartProbe("fs06_rewritten", {{"versions", kVersions}, {"marker", marker}}, out.Args());
+    const Outcome r = WaitAtMost(run, std::chrono::seconds(30));
+    json o = ContainedReport(r);
+    EXPECT_EQ(o["writer announced"], json("written")) << "positive control: the writer ran";
+    EXPECT_EQ(o["live files"].size(), 16u);
+    ASSERT_TRUE(r.json["files"].is_array());
+    ASSERT_EQ(r.json["files"].size(), 16u) << r.json["files"];
+    for (const json& f : r.json["files"]) {
+      EXPECT_EQ(f["returned"], true) << f;
+      EXPECT_EQ(f["size"], 4096) << f;
+    }
+    std::string problem;
+    const std::vector<long> versions = LiveVersions(out.Path(), &problem);
+    ASSERT_EQ(problem, "");
+    const auto [low, high] = std::minmax_element(versions.begin(), versions.end());
+    EXPECT_EQ(*high - *low, 15) << "the files come from different rounds: read beside the writer";
+    for (size_t i = 0; i < versions.size(); ++i) EXPECT_EQ(versions[i] % 16, long(i)) << i;
+    EXPECT_GE(*low, kVersions - 15);
+    const std::vector<HostProcess> left = FindProcesses(marker);
+    EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+    KillAll(left);
+  }
+}
+
+// 100000 x 100000 pixels claimed, nothing behind: returned as the bytes it is.
+std::string LyingPng() {
+  std::string png("\x89PNG\r\n\x1a\n", 8);
+  png += std::string("\x00\x00\x00\x0dIHDR", 8);
+  png += std::string("\x00\x01\x86\xa0\x00\x01\x86\xa0\x08\x06\x00\x00\x00", 13);
+  png += std::string("\x9a\x5e\x11\x6f", 4);
+  return png;
+}
+
+std::string Hex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (const char c : bytes) {
+    hex += kDigits[static_cast<unsigned char>(c) >> 4];
+    hex += kDigits[static_cast<unsigned char>(c) & 15];
+  }
+  return hex;
+}
+
+TEST_P(Adversarial, FS_06_ImagesThatLieComeBackAsTheirBytes) {
+  OutputDir out(GetParam());
+  const json params = {{"bomb_hex", Hex(LyingPng())}, {"fake", "this is not a PNG\n"}};
+  const Outcome r = RunProbe("fs06_lying_png", params, out.Args());
+  ContainedReport(r);
+  std::map<std::string, json> files = Listed(r);
+  EXPECT_EQ(files["bomb.png"]["mime_type"], "image/png");
+  EXPECT_EQ(files["bomb.png"]["size"], LyingPng().size());
+  EXPECT_EQ(files["bomb.png"]["returned"], true);
+  EXPECT_EQ(files["fake.png"]["mime_type"], "text/plain") << "a .png that is not one";
+  EXPECT_TRUE(ReadHostFile(out.Path() + "/bomb.png") == LyingPng());
+  EXPECT_EQ(ReadHostFile(out.Path() + "/fake.png"), "this is not a PNG\n");
+  EXPECT_LT(r.maxrss_kib, 64 * 1024);
+}
+
+// The body of a Streamable HTTP reply: JSON, or the data of an SSE stream's message.
+json ReplyJson(const HttpReply& reply) {
+  std::string body = reply.body;
+  if (const size_t data = body.find("data: "); data != std::string::npos) {
+    body = body.substr(data + 6, body.find('\n', data) - data - 6);
+  }
+  return json::parse(body, nullptr, false);
+}
+
+// The same over MCP (`serve` on Streamable HTTP): the lying PNG is an image item of its exact
+// bytes, the fake one an embedded text resource, and the links of fs06_symlinks bring nothing.
+TEST_P(Adversarial, FS_06_OverMcpImagesAreTheirBytesAndLinksBringNothing) {
+  const std::string token = RandomToken();
+  const std::string planted = HostSetup::Get().WriteSharedFile(
+      "fs06-mcp-planted-" + ModeName(GetParam()), "host secret " + token + "\n");
+  const int port = FreeLoopbackPort();
+  BackgroundRun server =
+      runner_.StartCommand({runner_.Binary(), "serve", "--transport", "http", "--addr",
+                            "127.0.0.1:" + std::to_string(port), "--rootfs", runner_.Rootfs()});
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = HttpGet(port, "/healthz").status == 200;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << "the server did not come up:" << [&] {
+    kill(server.Pid(), SIGKILL);
+    return server.Wait().Describe();
+  }();
+  const HttpReply init =
+      HttpPost(port, "/mcp",
+               json({{"jsonrpc", "2.0"},
+                     {"id", 1},
+                     {"method", "initialize"},
+                     {"params",
+                      {{"protocolVersion", "2025-06-18"},
+                       {"capabilities", json::object()},
+                       {"clientInfo", {{"name", "adversarial"}, {"version", "1"}}}}}})
+                   .dump(),
+               {});
+  ASSERT_EQ(init.status, 200) << init.headers << init.body;
+  const std::vector<std::string> session = {
+      "Mcp-Session-Id: " + HeaderValue(init.headers, "Mcp-Session-Id"),
+      "MCP-Protocol-Version: 2025-06-18"};
+  HttpPost(port, "/mcp", json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).dump(),
+           session);
+  std::string problem;
+  const std::string links = ProbeSource("fs06_symlinks", &problem);
+  const std::string png = ProbeSource("fs06_lying_png", &problem);
+  ASSERT_EQ(problem, "");
+  // Both probes in one program (report() prints twice): only the files matter here.
+  const std::string code = links + "\n" + png.substr(png.find("# FS-06"));
+  const json params = {
+      {"host_file", planted}, {"bomb_hex", Hex(LyingPng())}, {"fake", "this is not a PNG\n"}};
+  const HttpReply call = HttpPost(
+      port, "/mcp",
+      json({{"jsonrpc", "2.0"},
+            {"id", 2},
+            {"method", "tools/call"},
+            {"params",
+             {{"name", "exec"}, {"arguments", {{"code", code}, {"stdin", params.dump()}}}}}})
+          .dump(),
+      session);
+  kill(server.Pid(), SIGTERM);
+  const Outcome stopped = server.Wait();
+  ASSERT_EQ(call.status, 200) << call.headers << call.body << stopped.Describe();
+  const json reply = ReplyJson(call);
+  ASSERT_TRUE(reply.is_object() && reply.contains("result")) << call.body;
+  const json& result = reply["result"];
+  EXPECT_EQ(result["isError"], false) << result.dump(1);
+  const json& content = result["content"];
+  ASSERT_TRUE(content.is_array());
+  // content[0] is the structured result as text; then the files, in walk order.
+  std::vector<json> items(content.begin() + 1, content.end());
+  ASSERT_EQ(items.size(), 3u) << content.dump(1);
+  EXPECT_EQ(
+      items[0],
+      json({{"type", "image"}, {"data", Base64Encode(LyingPng())}, {"mimeType", "image/png"}}));
+  EXPECT_EQ(items[1]["resource"], json({{"uri", "mcp-exec:///tmp/outputs/control.txt"},
+                                        {"mimeType", "text/plain"},
+                                        {"text", "control\n"}}));
+  EXPECT_EQ(items[2]["resource"], json({{"uri", "mcp-exec:///tmp/outputs/fake.png"},
+                                        {"mimeType", "text/plain"},
+                                        {"text", "this is not a PNG\n"}}));
+  std::map<std::string, json> files;
+  for (const json& f : result["structuredContent"]["files"]) {
+    files[f["path"].get<std::string>()] = f;
+  }
+  EXPECT_EQ(files.size(), 11u) << result["structuredContent"]["files"];
+  for (const char* link : {"plot.png", "environ-1.txt", "environ-self.txt", "planted.txt"}) {
+    ExpectNotReturned(files, link, "not a regular file (symlink)");
+  }
+  EXPECT_EQ(call.body.find(token), std::string::npos) << "the planted host file came back";
+  unlink(planted.c_str());
+}
+
+// Input files name paths beneath /tmp only: `..` and absolute paths are refused before
+// anything runs, and nothing appears where they point.
+TEST_P(Adversarial, FS_06_InputPathsOutsideTheWorkspaceAreRefused) {
+  const std::string token = RandomToken();
+  const std::string local = HostSetup::Get().WriteSharedFile("fs06-input-" + ModeName(GetParam()),
+                                                             "planted by --input " + token + "\n");
+  const std::string scratch = HostSetup::Get().ScratchDir();
+  const std::string name = "fs06-escaped-" + token;
+  const std::vector<std::string> targets = {
+      "/tmp/" + name, scratch + "/" + name, "/" + name,
+      std::filesystem::current_path().parent_path().string() + "/" + name};
+  const std::vector<std::string> paths = {"../" + name,         "../../../../../tmp/" + name,
+                                          "a/../../" + name,    "/tmp/" + name,
+                                          scratch + "/" + name, "/" + name,
+                                          "./../" + name};
+  for (const std::string& path : paths) {
+    const Outcome r = runner_.RunCode("print('the program ran')", {"--input", path + "=" + local});
+    EXPECT_EQ(r.exit_status, 2) << path << r.Describe();
+    EXPECT_EQ(r.out, "") << path;
+    EXPECT_THAT(r.err, HasSubstr("files[0] (" + json(path).dump() + "): the path")) << path;
+  }
+  for (const std::string& target : targets) {
+    EXPECT_NE(access(target.c_str(), F_OK), 0) << target << " was written";
+  }
+  unlink(local.c_str());
+}
+
+}  // namespace
+}  // namespace mcpexec::testing
