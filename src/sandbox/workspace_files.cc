@@ -256,6 +256,8 @@ std::string WorkspacePathProblem(std::string_view path) {
   if ("/" + std::string(path) == std::string(kProgramPath).substr(strlen(kWorkspaceDir))) {
     return "main.py is the program itself";
   }
+  // The sandbox makes it before the inputs are written; a file there could never be created.
+  if (path == kOutputsDir) return "outputs is the directory whose files come back: put files in it";
   return "";
 }
 

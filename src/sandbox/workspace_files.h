@@ -28,7 +28,7 @@ struct InputFile {
 
 // Why `path` cannot name an input file ("" when it can): empty, absolute, a "." or ".."
 // component, an empty component (a doubled or trailing "/"), NUL or another control character,
-// a component over NAME_MAX bytes, or the program's own main.py.
+// a component over NAME_MAX bytes, the program's own main.py, or "outputs" itself (a directory).
 std::string WorkspacePathProblem(std::string_view path);
 
 // Creates each file (0644) and the directories on its way (0755), owned by the sandbox's user,

@@ -273,6 +273,7 @@ TEST_P(FilesTest, BadInputIsAUsageErrorAndNothingRuns) {
       {{"--input", "a/../../b=" + local}, "\".\" or \"..\" component"},
       {{"--input", "/etc/cron.d/x=" + local}, "files[0] (\"/etc/cron.d/x\"): the path is absolute"},
       {{"--input", "main.py=" + local}, "main.py is the program itself"},
+      {{"--input", "outputs=" + local}, "files[0] (\"outputs\"): outputs is the directory"},
       {{"--input", "no-equals-sign"}, "expected PATH=LOCALFILE"},
       {{"--input", "x.txt=" + host.Path() + "/missing"}, "cannot read --input x.txt="},
       {{"--input", "a=" + local, "--input", "a=" + local},

@@ -66,6 +66,7 @@ TEST(WorkspacePathProblem, NamesEveryBadPathClass) {
       {std::string(NAME_MAX + 1, 'n'), "over 255 bytes"},
       {"d/" + std::string(NAME_MAX + 1, 'n'), "over 255 bytes"},
       {"main.py", "main.py is the program itself"},
+      {"outputs", "outputs is the directory whose files come back"},
   };
   for (const auto& [path, problem] : cases) {
     EXPECT_THAT(WorkspacePathProblem(path), HasSubstr(problem)) << path;
