@@ -170,6 +170,10 @@ class OutputWalk {
   }
 
   void File(int dirfd, const std::string& name, const std::string& path, const struct stat& st) {
+    if (result_.files.size() >= limits_.max_listed) {  // it could not be listed: not read either
+      ++result_.unlisted;
+      return;
+    }
     OutputFile file{path, "file", static_cast<uint64_t>(st.st_size), OutputSkip::kNone, {}};
     if (files_read_ >= limits_.max_files) {
       file.skip = OutputSkip::kTooMany;
