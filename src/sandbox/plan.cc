@@ -235,6 +235,28 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
   return ops;
 }
 
+// Only a regular file others may read: a dangling link or an unreadable file would make
+// matplotlib fail to load its backend, where plain Agg works.
+bool HasFigureBackend(const std::string& root) {
+  struct stat st;
+  return lstat((root + kFigureBackendPath).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         (st.st_mode & S_IROTH) != 0;
+}
+
+// The program's whole environment. MPLBACKEND=Agg (or the figure backend, which is Agg too):
+// the sandbox has no display, and matplotlib would otherwise probe for GUI toolkits.
+std::vector<std::string> ProgramEnv(const SandboxSpec& spec, bool captures_figures) {
+  std::vector<std::string> env = {kPathEnv, std::string("HOME=") + kWorkspaceDir, "LANG=C.UTF-8"};
+  if (captures_figures) {
+    env.push_back("MPLBACKEND=module://mcp_exec_figures");
+    env.push_back("MCP_EXEC_FIGURE_MAX_PX=" + std::to_string(spec.figure_max_px));
+  } else {
+    env.push_back("MPLBACKEND=Agg");
+  }
+  env.push_back("PYTHONDONTWRITEBYTECODE=1");
+  return env;
+}
+
 const char* KindName(MountOpKind kind) {
   switch (kind) {
     case MountOpKind::kMount: return "mount";
@@ -375,8 +397,8 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   plan->program_path_ = kProgramPath;
   plan->exec_path_ = exec_path;
   plan->argv_ = {exec_path, kProgramPath};
-  plan->env_ = {kPathEnv, std::string("HOME=") + kWorkspaceDir, "LANG=C.UTF-8", "MPLBACKEND=Agg",
-                "PYTHONDONTWRITEBYTECODE=1"};
+  plan->captures_figures_ = HasFigureBackend(root);
+  plan->env_ = ProgramEnv(spec, plan->captures_figures_);
   // Every run: no file larger than the workspace, and the fixed limits of kProgramRlimits.
   const rlim_t fsize = static_cast<rlim_t>(spec.workspace_bytes);
   plan->rlimits_ = {Lowered(RLIMIT_FSIZE, fsize, fsize)};

@@ -47,6 +47,9 @@ class LaunchPlan {
   const SeccompFilter* Seccomp() const { return seccomp_ ? &*seccomp_ : nullptr; }
   // The resource-limits backend every sandbox of this plan runs under.
   limits::LimitsBackend& Limits() const { return *limits_; }
+  // Whether the rootfs has the figure backend (kFigureBackendPath), so that the program runs
+  // with MPLBACKEND=module://mcp_exec_figures; false: plain MPLBACKEND=Agg.
+  bool CapturesFigures() const { return captures_figures_; }
 
   // One line per prepared step, for tests and for `--describe`-style debugging.
   std::string Describe() const;
@@ -68,6 +71,7 @@ class LaunchPlan {
   cap_t empty_caps_ = nullptr;
   std::optional<SeccompFilter> seccomp_;
   std::shared_ptr<limits::LimitsBackend> limits_;
+  bool captures_figures_ = false;
   char* supervisor_args_ = nullptr;
   size_t supervisor_args_len_ = 0;
   PlanView view_{};
@@ -111,5 +115,10 @@ inline constexpr FixedRlimit kProgramRlimits[] = {
 // Paths inside the sandbox.
 inline constexpr const char* kWorkspaceDir = "/tmp";
 inline constexpr const char* kProgramPath = "/tmp/main.py";
+// The matplotlib backend the rootfs recipe ships (rootfs/mcp_exec_figures.py): it saves the
+// program's figures into kFiguresDir as figure-N.png.
+inline constexpr const char* kFigureBackendPath =
+    "/usr/lib/python3/dist-packages/mcp_exec_figures.py";
+inline constexpr const char* kFiguresDir = "/tmp/outputs";
 
 }  // namespace mcpexec::sandbox

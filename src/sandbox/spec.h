@@ -14,6 +14,9 @@ inline constexpr uid_t kSandboxUid = 65532;
 inline constexpr gid_t kSandboxGid = 65532;
 inline constexpr uint64_t kDefaultWorkspaceBytes = 64ull << 20;
 inline constexpr uint64_t kDefaultShmBytes = 64ull << 20;
+// The long edge of a captured figure: Claude's image input scales longer ones down (Anthropic's
+// vision documentation), so more pixels would only cost bytes.
+inline constexpr uint32_t kDefaultFigureMaxPx = 1568;
 
 struct SandboxSpec {
   // Host directory holding the Python root filesystem; mounted read-only as "/".
@@ -37,6 +40,10 @@ struct SandboxSpec {
   bool privileged_id_mapping = false;
 
   std::string hostname = "sandbox";
+
+  // The longest edge, in pixels, of the figures the rootfs's matplotlib backend saves into
+  // /tmp/outputs (MCP_EXEC_FIGURE_MAX_PX); unused by a rootfs without that backend.
+  uint32_t figure_max_px = kDefaultFigureMaxPx;
 
   // Docker-format seccomp profile the program runs under (seccomp_profile.h): kSeccompDefault,
   // a file, or kSeccompUnconfined. Empty is an error: running without a filter is a choice, never a default.

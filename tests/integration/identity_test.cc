@@ -101,7 +101,9 @@ print(json.dumps({"alone": alone, "with_child": with_child, "child": child.pid})
   EXPECT_EQ(j["with_child"], json({1, 2, j["child"].get<int>()}));
 }
 
-TEST_P(IdentityTest, EnvironmentIsExactlyTheFiveVariables) {
+// The recipe's rootfs has the figure backend (a rootfs without it gets MPLBACKEND=Agg and no
+// MCP_EXEC_FIGURE_MAX_PX: tests/unit/plan_test.cc).
+TEST_P(IdentityTest, EnvironmentIsExactlyTheSixVariables) {
   // mcp-exec itself gets variables that must not leak into the sandbox.
   const json j = RunJson("import json, os\nprint(json.dumps(dict(os.environ)))",
                          WithEnv({"HOST_SECRET=do-not-leak", "HOME=/root",
@@ -109,7 +111,8 @@ TEST_P(IdentityTest, EnvironmentIsExactlyTheFiveVariables) {
   EXPECT_EQ(j, json({{"PATH", "/usr/local/bin:/usr/bin:/bin"},
                      {"HOME", "/tmp"},
                      {"LANG", "C.UTF-8"},
-                     {"MPLBACKEND", "Agg"},
+                     {"MPLBACKEND", "module://mcp_exec_figures"},
+                     {"MCP_EXEC_FIGURE_MAX_PX", "1568"},
                      {"PYTHONDONTWRITEBYTECODE", "1"}}));
 }
 

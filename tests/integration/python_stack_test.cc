@@ -1,6 +1,7 @@
 // The rootfs's Python packages work inside the sandbox (read-only rootfs, no network,
-// HOME=/tmp, MPLBACKEND=Agg), and so do the standard library's concurrency modules under the
-// default seccomp profile (clone3 is ENOSYS there, so every one of them falls back to clone).
+// HOME=/tmp, matplotlib on the rootfs's figure backend), and so do the standard library's
+// concurrency modules under the default seccomp profile (clone3 is ENOSYS there, so every one of
+// them falls back to clone).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,7 +39,7 @@ plt.savefig("plot.png")
 print(json.dumps({"backend": matplotlib.get_backend().lower(), "sum": int(df.y.sum()),
                   "mean": float(np.mean(a)), "png": open("/tmp/plot.png", "rb").read(8).hex()}))
 )py");
-  EXPECT_EQ(j["backend"], "agg");
+  EXPECT_EQ(j["backend"], "module://mcp_exec_figures");
   EXPECT_EQ(j["sum"], 285);
   EXPECT_EQ(j["mean"], 4.5);
   EXPECT_EQ(j["png"], "89504e470d0a1a0a") << "plot.png does not start with the PNG signature";

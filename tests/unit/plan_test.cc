@@ -155,6 +155,53 @@ TEST(Compile, EnvironmentIsCleanAndFixed) {
   EXPECT_EQ((*plan)->View().argv[2], nullptr);
 }
 
+// The rootfs recipe's figure backend, in a fake rootfs: `mode` for the file, or a link to it.
+void AddFigureBackend(const std::string& root, fs::perms mode, bool as_symlink = false) {
+  const std::string dir = root + "/usr/lib/python3/dist-packages";
+  fs::create_directories(dir);
+  const std::string file = dir + (as_symlink ? "/real.py" : "/mcp_exec_figures.py");
+  std::ofstream(file) << "# backend\n";
+  fs::permissions(file, mode);
+  if (as_symlink) fs::create_symlink("real.py", dir + "/mcp_exec_figures.py");
+}
+
+std::vector<std::string> EnvOf(const LaunchPlan& plan) {
+  std::vector<std::string> env;
+  for (const char* const* e = plan.View().envp; *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
+
+TEST(Compile, FigureBackendInTheRootfsReplacesAggAndGetsTheCap) {
+  FakeRootfs rootfs;
+  AddFigureBackend(rootfs.Root(), fs::perms(0644));
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.figure_max_px = 800;
+  auto plan = Compile(spec, TestLimits());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_TRUE((*plan)->CapturesFigures());
+  EXPECT_THAT(EnvOf(**plan), ::testing::UnorderedElementsAre(
+                                 "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8",
+                                 "MPLBACKEND=module://mcp_exec_figures",
+                                 "MCP_EXEC_FIGURE_MAX_PX=800", "PYTHONDONTWRITEBYTECODE=1"));
+}
+
+// matplotlib fails to load a backend it cannot import; plain Agg always works.
+TEST(Compile, WithoutAUsableFigureBackendTheProgramKeepsAgg) {
+  FakeRootfs missing;
+  FakeRootfs unreadable;
+  AddFigureBackend(unreadable.Root(), fs::perms::owner_read | fs::perms::owner_write);
+  FakeRootfs linked;
+  AddFigureBackend(linked.Root(), fs::perms(0644), /*as_symlink=*/true);
+  for (const FakeRootfs* rootfs : {&missing, &unreadable, &linked}) {
+    auto plan = Compile(SpecFor(rootfs->Root()), TestLimits());
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    EXPECT_FALSE((*plan)->CapturesFigures()) << rootfs->Root();
+    const std::vector<std::string> env = EnvOf(**plan);
+    EXPECT_THAT(env, ::testing::Contains("MPLBACKEND=Agg")) << rootfs->Root();
+    EXPECT_THAT(env, ::testing::Not(::testing::Contains(HasSubstr("MCP_EXEC_FIGURE_MAX_PX"))));
+  }
+}
+
 TEST(Compile, RootModeClearsGroups) {
   FakeRootfs rootfs;
   SandboxSpec spec = SpecFor(rootfs.Root());

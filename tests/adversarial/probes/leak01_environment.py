@@ -2,8 +2,10 @@
 # the program or readable from another process. The caller starts mcp-exec with variables
 # named in PARAMS["names"]; their values are not given here, so that the probe's own
 # command line cannot hold them. mcp-exec: the program gets exactly PATH, HOME, LANG,
-# MPLBACKEND and PYTHONDONTWRITEBYTECODE; init's /proc/1/environ is closed (EACCES).
-allowed = {"PATH", "HOME", "LANG", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE"}
+# MPLBACKEND, MCP_EXEC_FIGURE_MAX_PX (with the rootfs's figure backend) and
+# PYTHONDONTWRITEBYTECODE; init's /proc/1/environ is closed (EACCES).
+allowed = {"PATH", "HOME", "LANG", "MPLBACKEND", "MCP_EXEC_FIGURE_MAX_PX",
+           "PYTHONDONTWRITEBYTECODE"}
 observe("environment", sorted(os.environ))
 for key in os.environ:
     # PWD naming the cwd is set by the sandbox's own chdir (bwrap does), and holds nothing of the host.
