@@ -60,6 +60,10 @@ constexpr FlagSpec kFlags[] = {
     {"--host-uid", "MCP_EXEC_HOST_UID",
      "As root: the unprivileged host uid the sandbox user maps to (default 65532)", false},
     {"--host-gid", "MCP_EXEC_HOST_GID", "As root: likewise for the gid", false},
+    {"--figure-max-px", "MCP_EXEC_FIGURE_MAX_PX",
+     "Longest edge in pixels of the matplotlib figures saved to /tmp/outputs, 64 to 8192 "
+     "(default 1568)",
+     false},
 };
 
 }  // namespace

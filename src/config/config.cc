@@ -223,6 +223,10 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
       {"MCP_EXEC_CGROUP", [&](auto& n, auto& v) { return SetPath(n, v, c.cgroup); }},
       {"MCP_EXEC_HOST_UID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_uid); }},
       {"MCP_EXEC_HOST_GID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_gid); }},
+      {"MCP_EXEC_FIGURE_MAX_PX",
+       [&](auto& n, auto& v) {
+         return SetInt(n, v, kFigureMaxPxMin, kFigureMaxPxMax, c.figure_max_px);
+       }},
   };
   for (const Var& var : vars) {
     if (auto value = env(var.name)) MCPEXEC_RETURN_IF_ERROR(var.set(var.name, *value));

@@ -39,6 +39,8 @@ struct Config {
   std::string cgroup;                       // MCP_EXEC_CGROUP: delegated cgroup v2 to manage
   uid_t host_uid = 65532;                   // MCP_EXEC_HOST_UID: host uid of the sandbox, as root
   gid_t host_gid = 65532;                   // MCP_EXEC_HOST_GID
+  // MCP_EXEC_FIGURE_MAX_PX: the long edge of the figures captured from matplotlib.
+  int figure_max_px = 1568;
 
   // The server (mcp-exec serve).
   std::string transport = "stdio";          // MCP_EXEC_TRANSPORT: stdio | http | sse
@@ -80,6 +82,11 @@ inline constexpr size_t kMaxAuthTokenBytes = 4096;
 // it; ..."), or "" when it may: no permission for others, and for the group at most read, and
 // that only when root owns the file.
 std::string TokenFileModeProblem(mode_t mode, uid_t owner);
+
+// The range of MCP_EXEC_FIGURE_MAX_PX: below 64 px a plot is unreadable, and 8192 px is
+// 256 MiB of RGBA for Agg to draw a square figure in.
+inline constexpr int kFigureMaxPxMin = 64;
+inline constexpr int kFigureMaxPxMax = 8192;
 
 // Parses a byte count: digits with an optional binary suffix k, m or g ("64m" = 64 MiB).
 Result<uint64_t> ParseBytes(const std::string& text);

@@ -24,6 +24,7 @@ sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
   spec.python = config.python;
   spec.workspace_bytes = config.workspace_bytes;
   spec.seccomp_profile = config.seccomp_profile;
+  spec.figure_max_px = static_cast<uint32_t>(config.figure_max_px);
   const sandbox::HostIds ids = sandbox::ResolveHostIds(config.host_uid, config.host_gid);
   spec.outside_uid = ids.uid;
   spec.outside_gid = ids.gid;

@@ -160,6 +160,25 @@ TEST(Config, ParseBytesUnitsAndLimits) {
   EXPECT_FALSE(ParseBytes("2048g").ok());
 }
 
+TEST(Config, FigureMaxPxIsAPixelCountFrom64To8192) {
+  Config c = Defaults("/r");
+  EXPECT_EQ(c.figure_max_px, 1568);
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_FIGURE_MAX_PX", "800"}}), c).ok());
+  EXPECT_EQ(c.figure_max_px, 800);
+  for (const char* edge : {"64", "8192"}) {
+    EXPECT_TRUE(ApplyEnv(Env({{"MCP_EXEC_FIGURE_MAX_PX", edge}}), c).ok()) << edge;
+  }
+  for (const char* bad : {"63", "8193", "0", "-1", "1568px", ""}) {
+    auto r = ApplyEnv(Env({{"MCP_EXEC_FIGURE_MAX_PX", bad}}), c);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message.find("MCP_EXEC_FIGURE_MAX_PX: "), 0u) << r.error().message;
+  }
+  auto r = ApplyEnv(Env({{"MCP_EXEC_FIGURE_MAX_PX", "10000"}}), c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message, ::testing::HasSubstr("outside [64, 8192]"));
+  EXPECT_EQ(c.figure_max_px, 8192) << "a refused value must not be stored";
+}
+
 TEST(Config, TimeoutIsClampedToOneAndTheMaximum) {
   Config c = Defaults("/r");
   EXPECT_EQ(EffectiveTimeoutSeconds(c, std::nullopt), 30);

@@ -170,6 +170,19 @@ TEST(RunConfig, FileLimitFlags) {
   EXPECT_THAT(bad.error().message, HasSubstr("MCP_EXEC_MAX_OUTPUT_FILES"));
 }
 
+TEST(RunConfig, FigureMaxPxFlagWinsAndIsRangeChecked) {
+  auto env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "MCP_EXEC_FIGURE_MAX_PX") return "1000";
+    return std::nullopt;
+  };
+  auto c = ResolveConfig("/d", env, Parse({"--figure-max-px", "512"}).config);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->figure_max_px, 512);
+  auto bad = ResolveConfig("/d", NoEnv(), Parse({"--figure-max-px", "32"}).config);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, HasSubstr("MCP_EXEC_FIGURE_MAX_PX: '32' is outside [64, 8192]"));
+}
+
 TEST(ExitStatus, ProgramStatusSignalAndTimeout) {
   sandbox::RunResult r;
   r.exit_code = 3;

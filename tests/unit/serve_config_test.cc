@@ -63,6 +63,12 @@ class TokenFile {
   std::string path_;
 };
 
+TEST(ServeConfig, FigureMaxPxFlag) {
+  auto c = Resolve({}, {"--figure-max-px", "2048"});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->figure_max_px, 2048);
+}
+
 TEST(ServeExposure, HttpOffLoopbackWithoutATokenIsRefused) {
   // The seed's default MCP_EXEC_ADDR, ":8080", is every interface.
   for (const auto& [transport, addr] : std::map<std::string, std::string>{
