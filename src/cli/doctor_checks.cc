@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "sandbox/plan.h"
 #include "sandbox/spec.h"
 
 namespace mcpexec::cli::doctor {
@@ -371,7 +372,7 @@ Check SeccompCheck(const SeccompKernel& kernel, const std::string& profile,
   return c;
 }
 
-const char* const kImportProgram = R"py(import importlib, sys
+const char* const kImportProgram = R"py(import importlib, os, sys
 print("python", sys.version.split()[0])
 failed = []
 for name in ("numpy", "pandas", "matplotlib", "PIL", "yaml", "jinja2"):
@@ -379,6 +380,13 @@ for name in ("numpy", "pandas", "matplotlib", "PIL", "yaml", "jinja2"):
         print(name, getattr(importlib.import_module(name), "__version__", "?"))
     except Exception as e:
         failed.append(f"import {name}: {type(e).__name__}: {e}")
+if not failed:
+    # pyplot loads the backend MPLBACKEND names with the first figure.
+    try:
+        import matplotlib.pyplot as plt
+        plt.close(plt.figure())
+    except Exception as e:
+        failed.append(f"matplotlib backend {os.environ.get('MPLBACKEND')}: {type(e).__name__}: {e}")
 if failed:
     print("\n".join(failed), file=sys.stderr)
     sys.exit(1)
@@ -429,6 +437,34 @@ Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run
   c.status = Status::kOk;
   c.detail = rootfs + ": " + Join(versions, ", ") + " (imported in a sandbox in " +
              std::to_string(r.duration.count()) + " ms)";
+  return c;
+}
+
+Check FiguresCheck(const std::string& rootfs, std::optional<bool> captures, int max_px) {
+  Check c = NewCheck(kFiguresCheck);
+  if (!captures) {
+    c.status = Status::kWarn;
+    c.detail = "not checked: no usable rootfs (see the rootfs check)";
+    return c;
+  }
+  const std::string dir = sandbox::kFiguresDir;
+  if (*captures) {
+    c.detail = "captured: plt.show() and the figures open at exit are saved as " + dir +
+               "/figure-N.png, at most " + std::to_string(max_px) +
+               " px on the long edge (MPLBACKEND=module://mcp_exec_figures)";
+    return c;
+  }
+  c.status = Status::kWarn;
+  c.detail = "not captured automatically: " + rootfs + " has no " + sandbox::kFigureBackendPath +
+             " (a regular file others can read), so programs run with MPLBACKEND=Agg: "
+             "plt.show() shows nothing, and only the figures a program saves into " +
+             dir + " itself come back";
+  c.fixes = {"rebuild the rootfs with tools/build-rootfs, whose recipe ships the backend",
+             std::string("or copy rootfs/mcp_exec_figures.py of the mcp-exec source to ") +
+                 sandbox::kFigureBackendPath +
+                 " in the rootfs (mode 644) and byte-compile it:\n"
+                 "chroot ROOTFS python3 -m py_compile " +
+                 sandbox::kFigureBackendPath};
   return c;
 }
 

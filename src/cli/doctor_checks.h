@@ -22,6 +22,7 @@ inline constexpr const char* kUsernsCheck = "user namespaces";
 inline constexpr const char* kLimitsCheck = "cgroup limits";
 inline constexpr const char* kSeccompCheck = "seccomp";
 inline constexpr const char* kRootfsCheck = "rootfs";
+inline constexpr const char* kFiguresCheck = "figures";
 
 // kWarn: works, but weaker than it could be. Only kFail makes doctor exit non-zero.
 enum class Status { kOk, kWarn, kFail };
@@ -90,7 +91,8 @@ Check SeccompCheck(const SeccompKernel& kernel, const std::string& profile,
                    const Result<SeccompSummary>& compiled);
 
 // The Python program of the end-to-end run: prints "python <version>" and "<module> <version>"
-// for each of the scientific stack, one a line; exits 1 naming the modules that fail to import.
+// for each of the scientific stack, one a line; exits 1 naming the modules that fail to import,
+// or the matplotlib backend MPLBACKEND names when it does not load.
 extern const char* const kImportProgram;
 
 // Check 4, when the rootfs or its interpreter is missing (the error of compiling a plan).
@@ -99,6 +101,12 @@ Check RootfsMissing(const std::string& rootfs, const Error& error);
 Check RootfsSkipped(const std::string& rootfs, const std::string& interpreter);
 // Check 4: the outcome of running kImportProgram in a sandbox on `rootfs`.
 Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run);
+
+// Check 5: whether matplotlib figures come back without the program saving them, which
+// depends on the rootfs shipping the figure backend (LaunchPlan::CapturesFigures()).
+// `captures` is nullopt when no plan compiles (the rootfs check says why): then a WARN, the
+// worst this check can be.
+Check FiguresCheck(const std::string& rootfs, std::optional<bool> captures, int max_px);
 
 // "256 MiB", "1 GiB", "1536 KiB", "100 bytes".
 std::string FormatBytes(uint64_t bytes);

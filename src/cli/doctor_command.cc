@@ -113,13 +113,23 @@ Check RootfsCheckFor(const config::Config& config,
   return doctor::RootfsRun(rootfs, exec::Execute(*plan, config, request));
 }
 
+// Check 5, from a plan compiled as the rootfs check's first step is.
+Check FiguresCheckFor(const config::Config& config) {
+  sandbox::SandboxSpec spec = exec::SpecFromConfig(config);
+  spec.seccomp_profile = sandbox::kSeccompUnconfined;
+  auto layout = sandbox::Compile(spec, limits::MakeRlimitBackend(limits::ResourceLimits{}));
+  if (!layout.ok()) return doctor::FiguresCheck(config.rootfs, std::nullopt, config.figure_max_px);
+  return doctor::FiguresCheck((*layout)->Spec().rootfs, (*layout)->CapturesFigures(),
+                              config.figure_max_px);
+}
+
 }  // namespace
 
 CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& options) {
   CLI::App* doctor = app.add_subcommand(
       "doctor",
       "Check that this host can run sandboxes: user namespaces, the limits backend, "
-      "seccomp, the rootfs and its Python stack");
+      "seccomp, the rootfs and its Python stack, and whether figures are captured");
   AddConfigFlags(doctor, Command::kRun, options.config);
   doctor->footer(
       "Checks the configuration `mcp-exec run` would use (the same flags and MCP_EXEC_* "
@@ -192,6 +202,7 @@ int DoctorCommand(const std::string& default_rootfs, const DoctorOptions& option
   report(SeccompCheckFor(*config));
   const bool earlier_failed = doctor::ExitStatus(checks) != 0;
   report(RootfsCheckFor(*config, backend, earlier_failed));
+  report(FiguresCheckFor(*config));
   return doctor::ExitStatus(checks);
 }
 

@@ -17,7 +17,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-constexpr const char* kChecks[] = {"user namespaces", "cgroup limits", "seccomp", "rootfs"};
+constexpr const char* kChecks[] = {"user namespaces", "cgroup limits", "seccomp", "rootfs",
+                                   "figures"};
 
 // The check lines of the output, in order (fix and continuation lines start with spaces).
 std::vector<std::string> CheckLines(const std::string& out) {
@@ -99,6 +100,7 @@ TEST(DoctorCaller, EveryCheckPassesAndTheStackImports) {
   for (const char* module : {"numpy", "pandas", "matplotlib", "PIL", "yaml", "jinja2"}) {
     EXPECT_THAT(Block(r.out, "rootfs"), HasSubstr(std::string(", ") + module + " "));
   }
+  EXPECT_THAT(r.out, HasSubstr("OK   figures: captured: "));
   EXPECT_EQ(r.err, "");
 }
 
@@ -155,6 +157,7 @@ TEST_P(DoctorTest, MissingRootfsFailsWithTheBuildTool) {
   EXPECT_THAT(rootfs, HasSubstr("/nonexistent"));
   EXPECT_THAT(rootfs, HasSubstr("     fix: build the rootfs with tools/build-rootfs"));
   EXPECT_THAT(rootfs, HasSubstr("MCP_EXEC_ROOTFS"));
+  EXPECT_THAT(Block(r.out, "figures"), StartsWith("WARN figures: not checked: no usable rootfs"));
 }
 
 TEST_P(DoctorTest, InvalidConfigurationExitsWith2) {

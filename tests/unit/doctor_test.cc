@@ -9,6 +9,7 @@
 namespace mcpexec::cli::doctor {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -340,6 +341,33 @@ TEST(DoctorRootfs, SetupErrorKeepsItsOwnFix) {
       "/r", MakeError(ErrorCode::kUnavailable, "could not mount: EPERM. Fix: sysctl -w a=1"));
   EXPECT_EQ(c.status, Status::kFail);
   EXPECT_THAT(c.fixes, ElementsAre("sysctl -w a=1"));
+}
+
+// --------------------------------------------------------------------------------- figures
+
+TEST(DoctorFigures, CapturedIsOkWithTheCap) {
+  Check c = FiguresCheck("/r", true, 1568);
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_THAT(c.detail, AllOf(StartsWith("captured: "), HasSubstr("/tmp/outputs/figure-N.png"),
+                              HasSubstr("1568 px"), HasSubstr("module://mcp_exec_figures")));
+  EXPECT_TRUE(c.fixes.empty());
+}
+
+TEST(DoctorFigures, RootfsWithoutTheBackendWarnsWhyAndHowToAddIt) {
+  Check c = FiguresCheck("/srv/own-rootfs", false, 1568);
+  EXPECT_EQ(c.status, Status::kWarn);
+  EXPECT_THAT(c.detail, AllOf(StartsWith("not captured automatically: /srv/own-rootfs has no "
+                                         "/usr/lib/python3/dist-packages/mcp_exec_figures.py"),
+                              HasSubstr("MPLBACKEND=Agg")));
+  EXPECT_THAT(c.fixes,
+              ElementsAre(HasSubstr("tools/build-rootfs"),
+                          AllOf(HasSubstr("rootfs/mcp_exec_figures.py"), HasSubstr("py_compile"))));
+}
+
+TEST(DoctorFigures, NoUsableRootfsIsAWarningNotAFailure) {
+  Check c = FiguresCheck("/nope", std::nullopt, 1568);
+  EXPECT_EQ(c.status, Status::kWarn);
+  EXPECT_THAT(c.detail, HasSubstr("see the rootfs check"));
 }
 
 TEST(DoctorFormatBytes, BinaryUnits) {
