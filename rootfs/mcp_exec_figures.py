@@ -102,7 +102,9 @@ def save_figure(fig):
 
 
 def _open_managers():
-    # By figure number: the order the program created them, whichever it made current last.
+    # By figure number, whichever the program made current last: pyplot numbers a new figure
+    # one above the highest open one, so this is the order they were created in, unless the
+    # program chose numbers itself.
     return sorted(Gcf.get_all_fig_managers(), key=lambda manager: manager.num)
 
 
