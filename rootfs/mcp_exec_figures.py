@@ -36,6 +36,10 @@ OUTPUT_DIR = "/tmp/outputs"
 _DEFAULT_MAX_PX = 1568
 
 _next_number = 1
+# A child forked after the figures were made inherits them and this exit handler: only the
+# process that loaded the backend saves at exit, or a child that ends with sys.exit() would
+# save the parent's figures a second time.
+_owner_pid = os.getpid()
 
 
 def _max_px():
@@ -118,6 +122,8 @@ def show(*args, **kwargs):
 
 
 def _save_open_figures():
+    if os.getpid() != _owner_pid:
+        return
     for manager in _open_managers():
         try:
             save_figure(manager.canvas.figure)

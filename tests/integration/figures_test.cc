@@ -219,6 +219,19 @@ plt.show()
   EXPECT_EQ(j["files"]["figure-2.png"]["png"], true);
 }
 
+TEST_P(FiguresTest, AForkedChildDoesNotSaveItsParentsFiguresAgain) {
+  const json j = Draw(R"py(
+import os, sys
+import matplotlib.pyplot as plt
+plt.plot([1, 2])
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # runs the exit handlers the child inherited
+os.waitpid(child, 0)
+)py");
+  ASSERT_THAT(Names(j), ElementsAre("figure-1.png")) << "saved once, by the parent";
+}
+
 TEST_P(FiguresTest, ProgramsWithoutFiguresLeaveNoOutputsDirectory) {
   const json j = Draw(R"py(
 import matplotlib
