@@ -44,7 +44,7 @@ if os.path.isdir("/tmp/outputs"):
         files[name] = {"bytes": len(data), "png": decoded,
                        "size": list(struct.unpack(">II", data[16:24])) if decoded else None}
 print(json.dumps({"exit": child.returncode, "stdout": child.stdout, "stderr": child.stderr,
-                  "outputs_dir": os.path.isdir("/tmp/outputs"), "files": files}))
+                  "files": files}))
 )py";
 
 class FiguresTest : public SandboxTest {
@@ -232,7 +232,7 @@ os.waitpid(child, 0)
   ASSERT_THAT(Names(j), ElementsAre("figure-1.png")) << "saved once, by the parent";
 }
 
-TEST_P(FiguresTest, ProgramsWithoutFiguresLeaveNoOutputsDirectory) {
+TEST_P(FiguresTest, ProgramsWithoutFiguresWriteNothing) {
   const json j = Draw(R"py(
 import matplotlib
 import matplotlib.pyplot as plt
@@ -240,20 +240,24 @@ plt.show()
 print(matplotlib.get_backend())
 )py");
   EXPECT_EQ(j["stdout"], "module://mcp_exec_figures\n");
-  EXPECT_EQ(j["outputs_dir"], false) << j.dump();
+  EXPECT_EQ(j["files"], json::object()) << j.dump();
   EXPECT_EQ(j["stderr"], "");
 }
 
 TEST_P(FiguresTest, AFigureThatCannotBeSavedAtExitIsReportedOnStderr) {
-  // /tmp/outputs is a file, so the directory cannot be made.
+  // The program takes write permission away from /tmp/outputs (it has no capability to
+  // override it), so the figure cannot be written.
   const json j = Draw(R"py(
+import os
 import matplotlib.pyplot as plt
-open("/tmp/outputs", "w").close()
+os.makedirs("/tmp/outputs", exist_ok=True)
+os.chmod("/tmp/outputs", 0o500)
 plt.plot([1, 2])
 )py");
   EXPECT_EQ(j["exit"], 0);
   EXPECT_THAT(j["stderr"].get<std::string>(),
-              HasSubstr("mcp_exec_figures: figure 1 was not saved: FileExistsError"));
+              HasSubstr("mcp_exec_figures: figure 1 was not saved: PermissionError"));
+  EXPECT_EQ(j["files"], json::object());
 }
 
 MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(FiguresTest);
@@ -290,9 +294,9 @@ import matplotlib.pyplot as plt
 plt.plot([1, 2, 3])
 plt.savefig("plot.png")
 plt.show()
+outputs = os.listdir("/tmp/outputs") if os.path.isdir("/tmp/outputs") else []
 print(json.dumps({"backend": matplotlib.get_backend(), "env": sorted(os.environ),
-                  "png": open("plot.png", "rb").read(4).hex(),
-                  "outputs": os.path.exists("/tmp/outputs")}))
+                  "png": open("plot.png", "rb").read(4).hex(), "outputs": outputs}))
 )py"});
   ASSERT_TRUE(IsRunResult(run));
   EXPECT_EQ(run.exit_status, 0) << run.Describe();
@@ -300,7 +304,7 @@ print(json.dumps({"backend": matplotlib.get_backend(), "env": sorted(os.environ)
   EXPECT_EQ(j["backend"], "agg") << run.Describe();
   EXPECT_EQ(j["env"], json({"HOME", "LANG", "MPLBACKEND", "PATH", "PYTHONDONTWRITEBYTECODE"}));
   EXPECT_EQ(j["png"], "89504e47") << "savefig works on plain Agg";
-  EXPECT_EQ(j["outputs"], false) << "show() on plain Agg saves nothing";
+  EXPECT_EQ(j["outputs"], json::array()) << "show() on plain Agg saves nothing";
   EXPECT_EQ(run.json["stderr"], "");
 
   const Outcome doctor = without_backend({"doctor", "--rootfs", root});
