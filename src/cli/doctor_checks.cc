@@ -9,6 +9,7 @@
 
 #include "sandbox/plan.h"
 #include "sandbox/spec.h"
+#include "sandbox/workspace_files.h"
 
 namespace mcpexec::cli::doctor {
 namespace {
@@ -447,7 +448,7 @@ Check FiguresCheck(const std::string& rootfs, std::optional<bool> captures, int 
     c.detail = "not checked: no usable rootfs (see the rootfs check)";
     return c;
   }
-  const std::string dir = sandbox::kFiguresDir;
+  const std::string dir = std::string(sandbox::kWorkspaceDir) + "/" + sandbox::kOutputsDir;
   if (*captures) {
     c.detail = "captured: plt.show() and the figures open at exit are saved as " + dir +
                "/figure-N.png, at most " + std::to_string(max_px) +

@@ -116,9 +116,8 @@ inline constexpr FixedRlimit kProgramRlimits[] = {
 inline constexpr const char* kWorkspaceDir = "/tmp";
 inline constexpr const char* kProgramPath = "/tmp/main.py";
 // The matplotlib backend the rootfs recipe ships (rootfs/mcp_exec_figures.py): it saves the
-// program's figures into kFiguresDir as figure-N.png.
+// program's figures as figure-N.png in /tmp/outputs, whose files come back (kOutputsDir).
 inline constexpr const char* kFigureBackendPath =
     "/usr/lib/python3/dist-packages/mcp_exec_figures.py";
-inline constexpr const char* kFiguresDir = "/tmp/outputs";
 
 }  // namespace mcpexec::sandbox
