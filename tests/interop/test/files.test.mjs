@@ -41,6 +41,8 @@ for (const transport of TRANSPORTS) {
           'fig = plt.figure(figsize=(4, 3), dpi=50)',
           'plt.plot([1, 3, 2, 4])',
           'fig.savefig("/tmp/outputs/plot.png")',
+          // Left open, it would also come back as figure-1.png (README, Figures).
+          'plt.close(fig)',
         ].join('\n'),
       });
       assert.equal(sc.exit_code, 0, sc.stderr);
@@ -54,6 +56,23 @@ for (const transport of TRANSPORTS) {
       const bytes = Buffer.from(images[0].data, 'base64');
       assert.equal(bytes.length, entry.size);
       assert.deepEqual(pngSize(bytes), { width: 200, height: 150 });
+    });
+
+    it('matplotlib figures come back without savefig: one shown, one left open at exit', async () => {
+      const { result, sc } = await call({
+        code: [
+          'import matplotlib.pyplot as plt',
+          'plt.figure(figsize=(4, 3)); plt.plot([1, 3, 2]); plt.show()',
+          'plt.figure(figsize=(3, 4)); plt.plot([2, 1, 3])',
+        ].join('\n'),
+      });
+      assert.equal(sc.exit_code, 0, sc.stderr);
+      assert.deepEqual(sc.files.map((f) => [f.path, f.mime_type, f.returned]), [
+        ['figure-1.png', 'image/png', true], ['figure-2.png', 'image/png', true],
+      ]);
+      const [wide, tall] = result.content.filter((c) => c.type === 'image')
+        .map((c) => pngSize(Buffer.from(c.data, 'base64')));
+      assert.ok(wide.width > wide.height && tall.height > tall.width, JSON.stringify([wide, tall]));
     });
 
     it('a CSV arrives as a text resource and a binary file as a blob, in name order', async () => {
