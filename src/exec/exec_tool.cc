@@ -92,7 +92,7 @@ bool Cancelled(int fd) {
 ExecTool::ExecTool(config::Config config, std::shared_ptr<const sandbox::LaunchPlan> plan)
     : config_(std::move(config)), plan_(std::move(plan)) {}
 
-std::string ExecTool::Describe(const config::Config& c, limits::Backend backend) {
+std::string ExecTool::Describe(const config::Config& c, limits::Backend backend, bool figures) {
   std::ostringstream d;
   d << "Run Python 3 code in a fresh, isolated sandbox and return its stdout, stderr and exit "
        "code. The sandbox has Python's standard library plus numpy, pandas, matplotlib, "
@@ -106,7 +106,11 @@ std::string ExecTool::Describe(const config::Config& c, limits::Backend backend)
     << c.max_input_files << " files of at most " << Bytes(c.max_input_file_bytes)
     << " each). Every file the program writes under /tmp/outputs/ (empty and writable at the "
        "start) comes back after the run: PNG, JPEG, GIF and WebP images as images, other files "
-       "as embedded resources (at most "
+       "as embedded resources"
+    << (figures ? "; matplotlib figures come back as images by themselves when the program "
+                  "calls plt.show() or leaves them open"
+                : "")
+    << " (at most "
     << c.max_output_files << " files of up to " << Bytes(c.max_output_file_bytes)
     << " each, while the whole result stays under " << c.max_result_bytes
     << " bytes; the files field lists every file found and why any was not returned). Limits: "
@@ -136,7 +140,8 @@ json ExecTool::Definition() const {
       {"title", "Run Python in a sandbox"},
       // Without a plan (only in tests) no limit is known to hold: say the least.
       {"description",
-       Describe(config_, plan_ ? plan_->Limits().Kind() : limits::Backend::kRlimit)},
+       Describe(config_, plan_ ? plan_->Limits().Kind() : limits::Backend::kRlimit,
+                plan_ && plan_->CapturesFigures())},
       {"inputSchema",
        {{"type", "object"},
         {"properties",

@@ -22,7 +22,9 @@ class ExecTool : public mcp::Tool {
                       const mcp::ToolCallContext& context) override;
 
   // The tool description, generated from the live configuration.
-  static std::string Describe(const config::Config& config, limits::Backend backend);
+  // `figures`: the rootfs has the matplotlib backend that saves figures (CapturesFigures()).
+  static std::string Describe(const config::Config& config, limits::Backend backend,
+                              bool figures = true);
 
  private:
   const config::Config config_;

@@ -47,6 +47,10 @@ TEST_F(ExecToolTest, DescriptionComesFromTheConfiguration) {
   EXPECT_THAT(d, HasSubstr("cut at 2 MiB"));
   EXPECT_THAT(d, HasSubstr("private space of 16 MiB"));
   EXPECT_THAT(d, HasSubstr("no network"));
+  EXPECT_THAT(d, HasSubstr("/tmp/outputs/"));
+  EXPECT_THAT(d, HasSubstr("plt.show()"));
+  EXPECT_THAT(ExecTool::Describe(c, limits::Backend::kCgroup2, false),
+              ::testing::Not(HasSubstr("plt.show()")));
 }
 
 TEST_F(ExecToolTest, InvalidArgumentsAreToolErrors) {
