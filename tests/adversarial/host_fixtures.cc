@@ -332,4 +332,12 @@ int FreeLoopbackPort() {
   return port;
 }
 
+nlohmann::json ReplyJson(const HttpReply& reply) {
+  std::string body = reply.body;
+  if (const size_t data = body.find("data: "); data != std::string::npos) {
+    body = body.substr(data + 6, body.find('\n', data) - data - 6);
+  }
+  return nlohmann::json::parse(body, nullptr, false);
+}
+
 }  // namespace mcpexec::testing

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace mcpexec::testing {
 
 // 32 random hex digits.
@@ -125,6 +127,9 @@ struct HttpReply {
 HttpReply HttpPost(int port, const std::string& path, const std::string& body,
                    const std::vector<std::string>& headers);
 HttpReply HttpGet(int port, const std::string& path);
+// The body of a Streamable HTTP reply as JSON (discarded when it is not): the body itself, or
+// the data of the first message of an SSE stream.
+nlohmann::json ReplyJson(const HttpReply& reply);
 // The value of `name` in a raw header block (case-insensitive); empty when absent.
 std::string HeaderValue(const std::string& headers, const std::string& name);
 

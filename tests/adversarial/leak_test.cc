@@ -30,15 +30,6 @@ TEST_P(Adversarial, LEAK_01_SupervisorEnvironmentIsNotInherited) {
   EXPECT_EQ(o["/proc/self/environ"], json("ok"));
 }
 
-// The body of a Streamable HTTP reply: JSON, or the data of an SSE stream's message.
-json ReplyJson(const HttpReply& reply) {
-  std::string body = reply.body;
-  if (const size_t data = body.find("data: "); data != std::string::npos) {
-    body = body.substr(data + 6, body.find('\n', data) - data - 6);
-  }
-  return json::parse(body, nullptr, false);
-}
-
 // The HTTP deployment of the README: `mcp-exec serve` with a token on its command line. The
 // sandbox's init is a fork of the server, so /proc/1/cmdline is the server's argv.
 TEST_P(Adversarial, LEAK_01_ServeAuthTokenIsInvisibleToPrograms) {

@@ -376,15 +376,6 @@ TEST_P(Adversarial, FS_06_ImagesThatLieComeBackAsTheirBytes) {
   EXPECT_LT(r.maxrss_kib, 64 * 1024);
 }
 
-// The body of a Streamable HTTP reply: JSON, or the data of an SSE stream's message.
-json ReplyJson(const HttpReply& reply) {
-  std::string body = reply.body;
-  if (const size_t data = body.find("data: "); data != std::string::npos) {
-    body = body.substr(data + 6, body.find('\n', data) - data - 6);
-  }
-  return json::parse(body, nullptr, false);
-}
-
 // The same over MCP (`serve` on Streamable HTTP): the lying PNG is an image item of its exact
 // bytes, the fake one an embedded text resource, and the links of fs06_symlinks bring nothing.
 TEST_P(Adversarial, FS_06_OverMcpImagesAreTheirBytesAndLinksBringNothing) {
