@@ -13,6 +13,7 @@
 #include <future>
 #include <sstream>
 
+#include "../support/host_files.h"
 #include "../support/temp_dir.h"
 #include "base/unique_fd.h"
 
@@ -24,18 +25,8 @@ using sandbox::OutputFile;
 using sandbox::OutputSkip;
 using ::testing::HasSubstr;
 
-void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  ASSERT_TRUE(out.good()) << path;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadFile;
+using testing::WriteFile;
 
 OutputFile Read(const std::string& path, const std::string& data) {
   return OutputFile{path, "file", data.size(), OutputSkip::kNone, data};

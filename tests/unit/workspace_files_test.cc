@@ -20,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "../support/host_files.h"
 #include "../support/temp_dir.h"
 #include "base/unique_fd.h"
 
@@ -75,18 +76,8 @@ TEST(WorkspacePathProblem, NamesEveryBadPathClass) {
 
 // ----------------------------------------------------------------------------- host fixtures
 
-void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  ASSERT_TRUE(out.good()) << path;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadFile;
+using testing::WriteFile;
 
 // A temporary directory standing in for the workspace (/tmp of a run), with its outputs/ and an
 // O_PATH descriptor like the one init hands over.
