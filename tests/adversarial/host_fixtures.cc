@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace mcpexec::testing {
 namespace {
@@ -338,6 +340,38 @@ nlohmann::json ReplyJson(const HttpReply& reply) {
     body = body.substr(data + 6, body.find('\n', data) - data - 6);
   }
   return nlohmann::json::parse(body, nullptr, false);
+}
+
+bool WaitForHealthz(int port) {
+  for (int i = 0; i < 100; ++i) {
+    if (HttpGet(port, "/healthz").status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+McpSession OpenMcpSession(int port, std::vector<std::string> headers) {
+  McpSession session;
+  session.init = HttpPost(
+      port, "/mcp",
+      nlohmann::json({{"jsonrpc", "2.0"},
+                      {"id", 1},
+                      {"method", "initialize"},
+                      {"params",
+                       {{"protocolVersion", "2025-06-18"},
+                        {"capabilities", nlohmann::json::object()},
+                        {"clientInfo", {{"name", "adversarial"}, {"version", "1"}}}}}})
+          .dump(),
+      headers);
+  headers.push_back("Mcp-Session-Id: " + HeaderValue(session.init.headers, "Mcp-Session-Id"));
+  headers.push_back("MCP-Protocol-Version: 2025-06-18");
+  if (session.init.status == 200) {
+    HttpPost(port, "/mcp",
+             nlohmann::json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).dump(),
+             headers);
+  }
+  session.headers = std::move(headers);
+  return session;
 }
 
 }  // namespace mcpexec::testing

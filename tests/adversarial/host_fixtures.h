@@ -130,6 +130,16 @@ HttpReply HttpGet(int port, const std::string& path);
 // The body of a Streamable HTTP reply as JSON (discarded when it is not): the body itself, or
 // the data of the first message of an SSE stream.
 nlohmann::json ReplyJson(const HttpReply& reply);
+// Polls 127.0.0.1:port/healthz until it answers 200, for at most 5 s; false when it never did.
+bool WaitForHealthz(int port);
+// An MCP session on 127.0.0.1:port/mcp: initialize (with `headers`, e.g. a token) and
+// notifications/initialized. `headers` then also carries the session id and protocol version
+// for the session's requests; `init` is the initialize reply (status 200 when it worked).
+struct McpSession {
+  HttpReply init;
+  std::vector<std::string> headers;
+};
+McpSession OpenMcpSession(int port, std::vector<std::string> headers);
 // The value of `name` in a raw header block (case-insensitive); empty when absent.
 std::string HeaderValue(const std::string& headers, const std::string& name);
 

@@ -38,33 +38,14 @@ TEST_P(Adversarial, LEAK_01_ServeAuthTokenIsInvisibleToPrograms) {
   BackgroundRun server = runner_.StartCommand(
       {runner_.Binary(), "serve", "--transport", "http", "--addr",
        "127.0.0.1:" + std::to_string(port), "--auth-token", token, "--rootfs", runner_.Rootfs()});
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = HttpGet(port, "/healthz").status == 200;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(up) << "the server did not come up:" << [&] {
+  ASSERT_TRUE(WaitForHealthz(port)) << "the server did not come up:" << [&] {
     kill(server.Pid(), SIGKILL);
     return server.Wait().Describe();
   }();
   const std::vector<std::string> auth = {"Authorization: Bearer " + token};
-  const HttpReply init =
-      HttpPost(port, "/mcp",
-               json({{"jsonrpc", "2.0"},
-                     {"id", 1},
-                     {"method", "initialize"},
-                     {"params",
-                      {{"protocolVersion", "2025-06-18"},
-                       {"capabilities", json::object()},
-                       {"clientInfo", {{"name", "adversarial"}, {"version", "1"}}}}}})
-                   .dump(),
-               auth);
-  ASSERT_EQ(init.status, 200) << init.headers << init.body;
-  std::vector<std::string> session = auth;
-  session.push_back("Mcp-Session-Id: " + HeaderValue(init.headers, "Mcp-Session-Id"));
-  session.push_back("MCP-Protocol-Version: 2025-06-18");
-  HttpPost(port, "/mcp", json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).dump(),
-           session);
+  const McpSession mcp = OpenMcpSession(port, auth);
+  ASSERT_EQ(mcp.init.status, 200) << mcp.init.headers << mcp.init.body;
+  const std::vector<std::string>& session = mcp.headers;
   std::string problem;
   const std::string code = ProbeSource("leak01_serve_token", &problem);
   ASSERT_FALSE(code.empty()) << problem;

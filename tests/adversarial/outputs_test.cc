@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/host_files.h"
 #include "../support/host_processes.h"
 #include "adversarial_test.h"
 #include "base/base64.h"
@@ -351,16 +352,6 @@ std::string LyingPng() {
   return png;
 }
 
-std::string Hex(const std::string& bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  for (const char c : bytes) {
-    hex += kDigits[static_cast<unsigned char>(c) >> 4];
-    hex += kDigits[static_cast<unsigned char>(c) & 15];
-  }
-  return hex;
-}
-
 TEST_P(Adversarial, FS_06_ImagesThatLieComeBackAsTheirBytes) {
   OutputDir out(GetParam());
   const json params = {{"bomb_hex", Hex(LyingPng())}, {"fake", "this is not a PNG\n"}};
@@ -386,32 +377,13 @@ TEST_P(Adversarial, FS_06_OverMcpImagesAreTheirBytesAndLinksBringNothing) {
   BackgroundRun server =
       runner_.StartCommand({runner_.Binary(), "serve", "--transport", "http", "--addr",
                             "127.0.0.1:" + std::to_string(port), "--rootfs", runner_.Rootfs()});
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = HttpGet(port, "/healthz").status == 200;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(up) << "the server did not come up:" << [&] {
+  ASSERT_TRUE(WaitForHealthz(port)) << "the server did not come up:" << [&] {
     kill(server.Pid(), SIGKILL);
     return server.Wait().Describe();
   }();
-  const HttpReply init =
-      HttpPost(port, "/mcp",
-               json({{"jsonrpc", "2.0"},
-                     {"id", 1},
-                     {"method", "initialize"},
-                     {"params",
-                      {{"protocolVersion", "2025-06-18"},
-                       {"capabilities", json::object()},
-                       {"clientInfo", {{"name", "adversarial"}, {"version", "1"}}}}}})
-                   .dump(),
-               {});
-  ASSERT_EQ(init.status, 200) << init.headers << init.body;
-  const std::vector<std::string> session = {
-      "Mcp-Session-Id: " + HeaderValue(init.headers, "Mcp-Session-Id"),
-      "MCP-Protocol-Version: 2025-06-18"};
-  HttpPost(port, "/mcp", json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).dump(),
-           session);
+  const McpSession mcp = OpenMcpSession(port, {});
+  ASSERT_EQ(mcp.init.status, 200) << mcp.init.headers << mcp.init.body;
+  const std::vector<std::string>& session = mcp.headers;
   std::string problem;
   const std::string links = ProbeSource("fs06_symlinks", &problem);
   const std::string png = ProbeSource("fs06_lying_png", &problem);

@@ -15,6 +15,7 @@
 #include <map>
 #include <sstream>
 
+#include "../support/host_files.h"
 #include "../support/sandbox_test.h"
 
 namespace mcpexec::testing {
@@ -22,23 +23,6 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-
-std::string Hex(const std::string& bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  for (const char c : bytes) {
-    hex += kDigits[static_cast<unsigned char>(c) >> 4];
-    hex += kDigits[static_cast<unsigned char>(c) & 15];
-  }
-  return hex;
-}
-
-std::string ReadHost(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -125,8 +109,8 @@ TEST_P(FilesTest, AnInputPutInOutputsComesBackByteForByte) {
                                     {"mime_type", "text/plain"},
                                     {"returned", true},
                                     {"reason", nullptr}}}));
-  EXPECT_TRUE(ReadHost(dir + "/echo.bin") == binary);
-  EXPECT_EQ(ReadHost(dir + "/t/echo.txt"), kText);
+  EXPECT_TRUE(ReadFile(dir + "/echo.bin") == binary);
+  EXPECT_EQ(ReadFile(dir + "/t/echo.txt"), kText);
 }
 
 constexpr const char* kWriteOutputs = R"py(
@@ -171,10 +155,10 @@ TEST_P(FilesTest, OutputDirGetsTheFilesAndTheResultListsThem) {
                                    Listed("sub/table.csv", 8, "text/csv", true, nullptr)}));
   EXPECT_FALSE(r.json.contains("files_not_listed"));
   EXPECT_FALSE(r.json.contains("files_walk_incomplete"));
-  EXPECT_TRUE(ReadHost(host.Path() + "/figure-10.png") == png);
-  EXPECT_TRUE(ReadHost(host.Path() + "/figure-2.png") == png.substr(0, 20));
-  EXPECT_EQ(ReadHost(host.Path() + "/notes.txt"), "caf\xc3\xa9\n");
-  EXPECT_EQ(ReadHost(host.Path() + "/sub/table.csv"), "a,b\n1,2\n");
+  EXPECT_TRUE(ReadFile(host.Path() + "/figure-10.png") == png);
+  EXPECT_TRUE(ReadFile(host.Path() + "/figure-2.png") == png.substr(0, 20));
+  EXPECT_EQ(ReadFile(host.Path() + "/notes.txt"), "caf\xc3\xa9\n");
+  EXPECT_EQ(ReadFile(host.Path() + "/sub/table.csv"), "a,b\n1,2\n");
   EXPECT_TRUE(Exists(host.Path() + "/sub/deeper/empty.txt"));
   EXPECT_FALSE(Exists(host.Path() + "/not-an-output.txt"));
   std::vector<std::string> written;
@@ -254,8 +238,8 @@ open("outputs/sub/new.txt", "w").write("from the sandbox\n")
         << path;
   }
   EXPECT_EQ(files["ok.txt"]["returned"], true);
-  EXPECT_EQ(ReadHost(dir + "/ok.txt"), "from the sandbox\n");
-  EXPECT_EQ(ReadHost(victim), "host file");
+  EXPECT_EQ(ReadFile(dir + "/ok.txt"), "from the sandbox\n");
+  EXPECT_EQ(ReadFile(victim), "host file");
   EXPECT_FALSE(Exists(outside + "/new.txt"));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(outside), {}), 1);
 }

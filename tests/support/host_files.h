@@ -1,4 +1,5 @@
-// Whole small files on the host, for tests that build a directory tree and check what landed.
+// Whole small files on the host, for tests that build a directory tree and check what landed,
+// and bytes spelled as hex, the way probes in the sandbox report them.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,6 +22,17 @@ inline std::string ReadFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// Lower-case hex, two digits a byte.
+inline std::string Hex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (const char c : bytes) {
+    hex += kDigits[static_cast<unsigned char>(c) >> 4];
+    hex += kDigits[static_cast<unsigned char>(c) & 15];
+  }
+  return hex;
 }
 
 }  // namespace mcpexec::testing
