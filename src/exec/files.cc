@@ -248,7 +248,8 @@ json OutputContent(const sandbox::OutputCollection& outputs, std::vector<FileRep
     if (f.skip != sandbox::OutputSkip::kNone) continue;
     FileReport& r = reports[i];
     // Sizes first: an item is built only when it can fit.
-    const bool image = r.mime_type.rfind("image/", 0) == 0 && !ImageMimeType(f.data).empty();
+    // By the bytes: an .svg is image/svg+xml by name, and text.
+    const bool image = !ImageMimeType(f.data).empty();
     const bool text = !image && IsText(f.data);
     const size_t estimate = text ? f.data.size() : Base64Length(f.data.size());
     if (estimate > budget) continue;

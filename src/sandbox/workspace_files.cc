@@ -61,8 +61,8 @@ std::vector<std::string_view> Components(std::string_view path) {
   }
 }
 
-Error FileError(const std::string& path, const std::string& what) {
-  const int err = errno;
+// `err` is the errno of the failed call, taken before anything else could change it.
+Error FileError(int err, const std::string& path, const std::string& what) {
   std::string why = err == ENOSPC || err == EDQUOT ? "the workspace is full"
                     : err == EEXIST               ? "it exists already"
                     : err == ELOOP || err == EXDEV ? "a link or mount is in the way"
@@ -80,7 +80,8 @@ Result<void> WriteOne(int workspace_fd, const InputFile& file) {
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string name(parts[i]);
     if (mkdirat(dir.Get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
-      return FileError(file.path, "create directory " + name);
+      const int err = errno;
+      return FileError(err, file.path, "create directory " + name);
     }
     UniqueFd next(OpenInWorkspace(dir.Get(), name.c_str(), O_PATH | O_DIRECTORY));
     if (!next.Valid()) {
@@ -89,19 +90,24 @@ Result<void> WriteOne(int workspace_fd, const InputFile& file) {
       struct stat st {};
       const bool link =
           fstatat(dir.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-      errno = link ? ELOOP : err;
-      return FileError(file.path, "open directory " + name);
+      return FileError(link ? ELOOP : err, file.path, "open directory " + name);
     }
     dir = std::move(next);
   }
   const std::string name(parts.back());
   UniqueFd out(OpenInWorkspace(dir.Get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644));
-  if (!out.Valid()) return FileError(file.path, "create");
+  if (!out.Valid()) {
+    const int err = errno;
+    return FileError(err, file.path, "create");
+  }
   std::string_view rest = file.content;
   while (!rest.empty()) {
     const ssize_t n = write(out.Get(), rest.data(), rest.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return FileError(file.path, "write");
+    if (n < 0) {
+      const int err = errno;
+      return FileError(err, file.path, "write");
+    }
     rest.remove_prefix(static_cast<size_t>(n));
   }
   return Ok();
