@@ -60,6 +60,15 @@ constexpr FlagSpec kFlags[] = {
     {"--host-uid", "MCP_EXEC_HOST_UID",
      "As root: the unprivileged host uid the sandbox user maps to (default 65532)", false},
     {"--host-gid", "MCP_EXEC_HOST_GID", "As root: likewise for the gid", false},
+    {"--engine", "MCP_EXEC_ENGINE",
+     "cold | pool: pool keeps sandboxes ready with MCP_EXEC_PRELOAD imported (default cold)",
+     true},
+    {"--pool-size", "MCP_EXEC_POOL_SIZE", "Sandboxes the pool keeps ready, 1 to 64 (default 2)",
+     true},
+    {"--preload", "MCP_EXEC_PRELOAD",
+     "Modules a warm interpreter imports before its program, comma-separated (default "
+     "numpy,pandas,matplotlib.pyplot)",
+     false},
     {"--figure-max-px", "MCP_EXEC_FIGURE_MAX_PX",
      "Longest edge in pixels of the matplotlib figures saved to /tmp/outputs, 64 to 8192 "
      "(default 1568)",

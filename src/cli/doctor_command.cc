@@ -110,7 +110,7 @@ Check RootfsCheckFor(const config::Config& config,
   if (!plan.ok()) return doctor::RootfsRun(rootfs, plan.error());
   exec::ExecRequest request;
   request.code = doctor::kImportProgram;
-  return doctor::RootfsRun(rootfs, exec::Execute(*plan, config, request));
+  return doctor::RootfsRun(rootfs, exec::Execute(*engine::MakeColdEngine(*plan), config, request));
 }
 
 // Check 5, from a plan compiled as the rootfs check's first step is.

@@ -30,6 +30,11 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
       ->take_all();
   run->add_option("--output-dir", o.output_dir,
                   "Write the files the program left in /tmp/outputs under this directory");
+  run->add_option("--engine", o.engine,
+                  "cold | pool: run in the sandbox that engine gives `serve`'s runs, for "
+                  "comparing them; pool prepares one with MCP_EXEC_PRELOAD imported, so it is "
+                  "no faster here (default cold)")
+      ->check(CLI::IsMember({"cold", "pool"}));
   AddConfigFlags(run, Command::kRun, o.config);
   run->footer(
       "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "
@@ -112,7 +117,13 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << plan.error().message << "\n";
     return kExitSetupFailed;
   }
-  auto result = exec::Execute(*plan, *config, *request);
+  config->engine = options.engine;
+  auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kOneShot);
+  if (!engine.ok()) {
+    std::cerr << "mcp-exec: " << engine.error().message << "\n";
+    return kExitSetupFailed;
+  }
+  auto result = exec::Execute(**engine, *config, *request);
   if (!result.ok()) {
     std::cerr << "mcp-exec: " << result.error().message << "\n";
     return kExitSetupFailed;

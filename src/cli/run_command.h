@@ -29,6 +29,9 @@ struct RunOptions {
   std::optional<long long> timeout_s;
   std::vector<std::string> inputs;         // --input PATH=LOCALFILE, repeatable
   std::optional<std::string> output_dir;   // --output-dir DIR
+  // --engine: a one-shot run in the sandbox that engine gives a server's runs (MCP_EXEC_ENGINE
+  // is for `serve`; `run` is cold unless told).
+  std::string engine = "cold";
   ConfigFlags config;
 };
 

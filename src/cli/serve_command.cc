@@ -113,6 +113,12 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Error("cannot prepare sandboxes", {{"error", plan.error().message}});
     return 1;
   }
+  auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kServe);
+  if (!engine.ok()) {
+    log::Error("cannot start the engine", {{"engine", config->engine},
+                                           {"error", engine.error().message}});
+    return 1;
+  }
   // A client that goes away mid-write must not kill the server.
   signal(SIGPIPE, SIG_IGN);
   if (config->transport != "stdio") {
@@ -125,7 +131,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
                        static_cast<size_t>(config->max_queue));
   mcp::ServerInfo info;
   info.version = version;
-  mcp::Server server(info, {std::make_shared<exec::ExecTool>(*config, *plan)}, pool);
+  mcp::Server server(info, {std::make_shared<exec::ExecTool>(*config, *engine)}, pool);
   const sandbox::SeccompFilter* filter = (*plan)->Seccomp();
   if (filter == nullptr) {
     log::Warn("seccomp is off (MCP_EXEC_SECCOMP_PROFILE=unconfined): programs can use every "
@@ -142,6 +148,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   }
   log::Info("starting", {{"version", version},
                          {"transport", config->transport},
+                         {"engine", config->engine},
                          {"rootfs", (*plan)->Spec().rootfs},
                          {"seccomp_profile", config->seccomp_profile},
                          {"limits_backend", limits::BackendName((*plan)->Limits().Kind())},

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +58,42 @@ Config Defaults(const std::string& default_rootfs) {
   const unsigned cpus = std::thread::hardware_concurrency();
   c.max_concurrency = cpus == 0 ? 1 : static_cast<int>(cpus);
   return c;
+}
+
+Result<std::vector<std::string>> ParseModuleList(const std::string& text) {
+  std::vector<std::string> modules;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string name = text.substr(start, comma - start);
+    const size_t first = name.find_first_not_of(" \t");
+    name = first == std::string::npos ? "" : name.substr(first, name.find_last_not_of(" \t") - first + 1);
+    start = comma + 1;
+    if (name.empty()) {
+      if (comma == text.size() && modules.empty()) break;  // "" or only blanks: none
+      return MakeError(ErrorCode::kInvalidArgument, "an empty module name in \"" + text + "\"");
+    }
+    bool valid = true;
+    bool at_start = true;
+    for (const char ch : name) {
+      const bool letter = std::isalpha(static_cast<unsigned char>(ch)) || ch == '_';
+      const bool digit = std::isdigit(static_cast<unsigned char>(ch));
+      if (ch == '.') {
+        valid = valid && !at_start;
+        at_start = true;
+      } else {
+        valid = valid && (letter || (digit && !at_start));
+        at_start = false;
+      }
+    }
+    if (!valid || at_start) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "\"" + name + "\" is not a module name (letters, digits, _ and dots)");
+    }
+    modules.push_back(name);
+  }
+  return modules;
 }
 
 Result<long long> ParseInt(const std::string& text, long long min, long long max) {
@@ -223,6 +260,17 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
       {"MCP_EXEC_CGROUP", [&](auto& n, auto& v) { return SetPath(n, v, c.cgroup); }},
       {"MCP_EXEC_HOST_UID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_uid); }},
       {"MCP_EXEC_HOST_GID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_gid); }},
+      {"MCP_EXEC_ENGINE", [&](auto& n, auto& v) { return SetOneOf(n, v, {"cold", "pool"}, c.engine); }},
+      {"MCP_EXEC_POOL_SIZE", [&](auto& n, auto& v) { return SetInt(n, v, 1, 64, c.pool_size); }},
+      {"MCP_EXEC_PRELOAD",
+       [&](auto& n, auto& v) -> Result<void> {
+         auto modules = ParseModuleList(v);
+         if (!modules.ok()) {
+           return MakeError(ErrorCode::kInvalidArgument, n + ": " + modules.error().message);
+         }
+         c.preload = std::move(*modules);
+         return Ok();
+       }},
       {"MCP_EXEC_FIGURE_MAX_PX",
        [&](auto& n, auto& v) {
          return SetInt(n, v, kFigureMaxPxMin, kFigureMaxPxMax, c.figure_max_px);

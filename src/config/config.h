@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 
@@ -41,6 +42,13 @@ struct Config {
   gid_t host_gid = 65532;                   // MCP_EXEC_HOST_GID
   // MCP_EXEC_FIGURE_MAX_PX: the long edge of the figures captured from matplotlib.
   int figure_max_px = 1568;
+
+  // Engines (docs/engine.md). MCP_EXEC_ENGINE: cold | pool; `mcp-exec run` is always cold
+  // unless given --engine.
+  std::string engine = "cold";
+  int pool_size = 2;                        // MCP_EXEC_POOL_SIZE: sandboxes kept ready (pool)
+  // MCP_EXEC_PRELOAD: modules a warm interpreter imports before its program, comma-separated.
+  std::vector<std::string> preload = {"numpy", "pandas", "matplotlib.pyplot"};
 
   // The server (mcp-exec serve).
   std::string transport = "stdio";          // MCP_EXEC_TRANSPORT: stdio | http | sse
@@ -87,6 +95,10 @@ std::string TokenFileModeProblem(mode_t mode, uid_t owner);
 // 256 MiB of RGBA for Agg to draw a square figure in.
 inline constexpr int kFigureMaxPxMin = 64;
 inline constexpr int kFigureMaxPxMax = 8192;
+
+// Parses MCP_EXEC_PRELOAD: dotted module names ("numpy", "matplotlib.pyplot") separated by
+// commas, blanks around them ignored; empty for none.
+Result<std::vector<std::string>> ParseModuleList(const std::string& text);
 
 // Parses a byte count: digits with an optional binary suffix k, m or g ("64m" = 64 MiB).
 Result<uint64_t> ParseBytes(const std::string& text);

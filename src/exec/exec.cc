@@ -1,7 +1,6 @@
 #include "exec/exec.h"
 
 #include "base/utf8.h"
-#include "sandbox/sandbox.h"
 
 namespace mcpexec::exec {
 
@@ -25,6 +24,7 @@ sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
   spec.workspace_bytes = config.workspace_bytes;
   spec.seccomp_profile = config.seccomp_profile;
   spec.figure_max_px = static_cast<uint32_t>(config.figure_max_px);
+  spec.preload = config.preload;
   const sandbox::HostIds ids = sandbox::ResolveHostIds(config.host_uid, config.host_gid);
   spec.outside_uid = ids.uid;
   spec.outside_gid = ids.gid;
@@ -64,13 +64,27 @@ sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& re
   return limits;
 }
 
-Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> plan,
-                                   const config::Config& config, const ExecRequest& request,
-                                   const sandbox::RunHooks& hooks) {
+Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config,
+                                                    std::shared_ptr<const sandbox::LaunchPlan> plan,
+                                                    EngineUse use) {
+  if (config.engine == "cold") return std::shared_ptr<engine::Engine>(engine::MakeColdEngine(plan));
+  sandbox::SandboxSpec spec = plan->Spec();
+  spec.warm = true;
+  MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<const sandbox::LaunchPlan> warm,
+                           sandbox::Compile(spec, plan->LimitsBackend()));
+  engine::PoolOptions options;
+  options.size = use == EngineUse::kOneShot ? 1 : static_cast<size_t>(config.pool_size);
+  options.refill = use == EngineUse::kServe;
+  MCPEXEC_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> pool,
+                           engine::MakePoolEngine(std::move(plan), std::move(warm), options));
+  return std::shared_ptr<engine::Engine>(std::move(pool));
+}
+
+Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config& config,
+                                   const ExecRequest& request, const sandbox::RunHooks& hooks) {
   MCPEXEC_RETURN_IF_ERROR(ValidateRequest(config, request));
-  MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, sandbox::Sandbox::Create(std::move(plan)));
-  return box.Run(sandbox::Program{request.code, request.stdin_data, request.files},
-                 LimitsFor(config, request), hooks);
+  return engine.Run(sandbox::Program{request.code, request.stdin_data, request.files},
+                    LimitsFor(config, request), hooks);
 }
 
 nlohmann::json ResultToJson(const sandbox::RunResult& result,

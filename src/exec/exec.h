@@ -12,6 +12,7 @@
 
 #include "base/result.h"
 #include "config/config.h"
+#include "engine/engine.h"
 #include "exec/files.h"
 #include "limits/limits.h"
 #include "sandbox/plan.h"
@@ -47,11 +48,21 @@ Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(const config
 Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
     const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend);
 
+// How long an engine serves: a server's many runs, or the one run of `mcp-exec run` (a pool
+// then prepares one sandbox and no more).
+enum class EngineUse { kServe, kOneShot };
+
+// Starts the engine config.engine names, over the sandboxes of `plan` (PrepareSandboxes). A
+// pool waits for its first sandbox, so that a preload that cannot be imported is an error now.
+Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config,
+                                                    std::shared_ptr<const sandbox::LaunchPlan> plan,
+                                                    EngineUse use);
+
 sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request);
 
-// Validates, creates a fresh sandbox from `plan` and runs the request in it.
-Result<sandbox::RunResult> Execute(std::shared_ptr<const sandbox::LaunchPlan> plan,
-                                   const config::Config& config, const ExecRequest& request,
+// Validates the request and runs it in a fresh sandbox from `engine`.
+Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config& config,
+                                   const ExecRequest& request,
                                    const sandbox::RunHooks& hooks = {});
 
 // {stdout, stderr, exit_code, duration_ms, truncated, timed_out} plus "signal" (e.g. "SIGKILL")

@@ -89,8 +89,8 @@ bool Cancelled(int fd) {
 
 }  // namespace
 
-ExecTool::ExecTool(config::Config config, std::shared_ptr<const sandbox::LaunchPlan> plan)
-    : config_(std::move(config)), plan_(std::move(plan)) {}
+ExecTool::ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine)
+    : config_(std::move(config)), engine_(std::move(engine)) {}
 
 std::string ExecTool::Describe(const config::Config& c, limits::Backend backend, bool figures) {
   std::ostringstream d;
@@ -138,10 +138,10 @@ json ExecTool::Definition() const {
   return {
       {"name", "exec"},
       {"title", "Run Python in a sandbox"},
-      // Without a plan (only in tests) no limit is known to hold: say the least.
+      // Without an engine (only in tests) no limit is known to hold: say the least.
       {"description",
-       Describe(config_, plan_ ? plan_->Limits().Kind() : limits::Backend::kRlimit,
-                plan_ && plan_->CapturesFigures())},
+       Describe(config_, engine_ ? engine_->Plan().Limits().Kind() : limits::Backend::kRlimit,
+                engine_ && engine_->Plan().CapturesFigures())},
       {"inputSchema",
        {{"type", "object"},
         {"properties",
@@ -240,7 +240,7 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
       }
     };
   }
-  auto result = Execute(plan_, config_, *request, hooks);
+  auto result = Execute(*engine_, config_, *request, hooks);
   if (!result.ok()) {
     meta["error"] = result.error().message;
     log::Error("exec failed", meta);

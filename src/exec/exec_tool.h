@@ -5,16 +5,16 @@
 #include <memory>
 
 #include "config/config.h"
+#include "engine/engine.h"
 #include "limits/limits.h"
 #include "mcp/tool.h"
-#include "sandbox/plan.h"
 
 namespace mcpexec::exec {
 
 class ExecTool : public mcp::Tool {
  public:
-  // `plan` is compiled once from `config` and shared by every call.
-  ExecTool(config::Config config, std::shared_ptr<const sandbox::LaunchPlan> plan);
+  // `engine` (StartEngine) gives every call its sandbox.
+  ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine);
 
   std::string Name() const override { return "exec"; }
   nlohmann::json Definition() const override;
@@ -28,7 +28,7 @@ class ExecTool : public mcp::Tool {
 
  private:
   const config::Config config_;
-  const std::shared_ptr<const sandbox::LaunchPlan> plan_;
+  const std::shared_ptr<engine::Engine> engine_;
 };
 
 }  // namespace mcpexec::exec

@@ -26,7 +26,8 @@ struct RunDirs {
 
 class Cgroup1Run final : public RunCgroup {
  public:
-  explicit Cgroup1Run(RunDirs dirs) : dirs_(std::move(dirs)) {}
+  Cgroup1Run(RunDirs dirs, const ResourceLimits& limits, bool memsw)
+      : dirs_(std::move(dirs)), limits_(limits), memsw_(memsw) {}
   ~Cgroup1Run() override {
     if (!finished_) (void)RemoveAll();
   }
@@ -36,6 +37,28 @@ class Cgroup1Run final : public RunCgroup {
   Result<void> Attach(pid_t pid) override {
     for (const std::string& dir : dirs_.distinct) {
       MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(dir, "cgroup.procs", std::to_string(pid)));
+    }
+    return {};
+  }
+
+  Result<void> ExcludeCurrentUsage() override {
+    MCPEXEC_ASSIGN_OR_RETURN(const uint64_t memory,
+                             ReadCgroupNumber(dirs_.memory, "memory.usage_in_bytes"));
+    MCPEXEC_ASSIGN_OR_RETURN(const uint64_t pids, ReadCgroupNumber(dirs_.pids, "pids.current"));
+    const std::string raised = std::to_string(limits_.memory_max + memory);
+    // memory.memsw.limit_in_bytes may never be below memory.limit_in_bytes: it goes up first.
+    if (memsw_) {
+      MCPEXEC_RETURN_IF_ERROR(
+          WriteCgroupFile(dirs_.memory, "memory.memsw.limit_in_bytes", raised));
+    }
+    MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(dirs_.memory, "memory.limit_in_bytes", raised));
+    MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(
+        dirs_.pids, "pids.max", std::to_string(limits_.pids_max + ExtraTasks(pids))));
+    baseline_.memory_bytes = memory;
+    // The peak from here on: the program's, on top of the preloads.
+    MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(dirs_.memory, "memory.max_usage_in_bytes", "0"));
+    if (auto ns = ReadCgroupNumber(dirs_.cpuacct, "cpuacct.usage"); ns.ok()) {
+      baseline_.cpu_ms = *ns / 1'000'000;
     }
     return {};
   }
@@ -53,7 +76,7 @@ class Cgroup1Run final : public RunCgroup {
       usage.cpu_time_ms = std::strtoull(ns->c_str(), nullptr, 10) / 1'000'000;
     }
     MCPEXEC_RETURN_IF_ERROR(RemoveAll());
-    return usage;
+    return baseline_.Without(usage);
   }
 
  private:
@@ -68,6 +91,9 @@ class Cgroup1Run final : public RunCgroup {
   }
 
   RunDirs dirs_;
+  ResourceLimits limits_;
+  bool memsw_;
+  Baseline baseline_;
   bool finished_ = false;
 };
 
@@ -112,7 +138,7 @@ class Cgroup1Backend final : public LimitsBackend {
       }
       made.push_back(d);
     }
-    auto run = std::make_unique<Cgroup1Run>(dirs);
+    auto run = std::make_unique<Cgroup1Run>(dirs, Limits(), memsw_);
     const ResourceLimits& l = Limits();
     const std::string memory = std::to_string(l.memory_max);
     MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(dirs.memory, "memory.limit_in_bytes", memory));

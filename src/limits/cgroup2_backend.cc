@@ -22,7 +22,8 @@ constexpr const char* kEnableControllers = "+memory +pids +cpu";
 
 class Cgroup2Run final : public RunCgroup {
  public:
-  Cgroup2Run(std::string dir, UniqueFd fd) : dir_(std::move(dir)), fd_(std::move(fd)) {}
+  Cgroup2Run(std::string dir, UniqueFd fd, const ResourceLimits& limits)
+      : dir_(std::move(dir)), fd_(std::move(fd)), limits_(limits) {}
   ~Cgroup2Run() override {
     if (!finished_) (void)RemoveCgroupDir(dir_, true);
   }
@@ -30,13 +31,37 @@ class Cgroup2Run final : public RunCgroup {
   int CloneIntoFd() const override { return fd_.Get(); }
   Result<void> Attach(pid_t) override { return {}; }
 
+  Result<void> ExcludeCurrentUsage() override {
+    MCPEXEC_ASSIGN_OR_RETURN(const uint64_t memory, ReadCgroupNumber(dir_, "memory.current"));
+    MCPEXEC_ASSIGN_OR_RETURN(const uint64_t pids, ReadCgroupNumber(dir_, "pids.current"));
+    MCPEXEC_RETURN_IF_ERROR(
+        WriteCgroupFile(dir_, "memory.max", std::to_string(limits_.memory_max + memory)));
+    MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(dir_, "pids.max",
+                                            std::to_string(limits_.pids_max + ExtraTasks(pids))));
+    baseline_.memory_bytes = memory;
+    // The peak from here on (Linux 6.12: a write to memory.peak resets it for that descriptor).
+    // Older kernels keep the cgroup's whole peak, the preloads' import included.
+    peak_.Reset(openat(fd_.Get(), "memory.peak", O_RDWR | O_CLOEXEC));
+    if (peak_.Valid() && write(peak_.Get(), "reset\n", 6) != 6) peak_.Reset();
+    if (auto stat = ReadCgroupFile(dir_, "cpu.stat"); stat.ok()) {
+      baseline_.cpu_ms = FlatKeyValue(*stat, "usage_usec").value_or(0) / 1000;
+    }
+    return {};
+  }
+
   Result<Usage> Finish() override {
     finished_ = true;
     Usage usage;
     if (auto events = ReadCgroupFile(dir_, "memory.events"); events.ok()) {
       usage.oom_killed = FlatKeyValue(*events, "oom_kill").value_or(0) > 0;
     }
-    if (auto peak = ReadCgroupFile(dir_, "memory.peak"); peak.ok()) {
+    if (peak_.Valid()) {
+      char text[32] = {};
+      if (pread(peak_.Get(), text, sizeof text - 1, 0) > 0) {
+        usage.memory_peak_bytes = std::strtoull(text, nullptr, 10);
+      }
+      peak_.Reset();
+    } else if (auto peak = ReadCgroupFile(dir_, "memory.peak"); peak.ok()) {
       usage.memory_peak_bytes = std::strtoull(peak->c_str(), nullptr, 10);
     }
     if (auto stat = ReadCgroupFile(dir_, "cpu.stat"); stat.ok()) {
@@ -44,12 +69,15 @@ class Cgroup2Run final : public RunCgroup {
     }
     fd_.Reset();
     MCPEXEC_RETURN_IF_ERROR(RemoveCgroupDir(dir_, true));
-    return usage;
+    return baseline_.Without(usage);
   }
 
  private:
   std::string dir_;
   UniqueFd fd_;
+  ResourceLimits limits_;
+  Baseline baseline_;
+  UniqueFd peak_;  // memory.peak, reset when the program started
   bool finished_ = false;
 };
 
@@ -74,7 +102,7 @@ class Cgroup2Backend final : public LimitsBackend {
       return Errno(ErrorCode::kInternal, "open(" + dir + ")");
     }
     // From here the run owns the directory and removes it if a limit cannot be written.
-    auto run = std::make_unique<Cgroup2Run>(dir, std::move(fd));
+    auto run = std::make_unique<Cgroup2Run>(dir, std::move(fd), Limits());
     const ResourceLimits& l = Limits();
     MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(dir, "memory.max", std::to_string(l.memory_max)));
     if (swap_max_) MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(dir, "memory.swap.max", "0"));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 
@@ -110,6 +111,18 @@ std::string CgroupDir(const CgroupMount& mount, const std::string& path) {
 
 Result<std::string> ReadCgroupFile(const std::string& dir, const char* name) {
   return ReadFile(dir + "/" + name);
+}
+
+Result<uint64_t> ReadCgroupNumber(const std::string& dir, const char* name) {
+  MCPEXEC_ASSIGN_OR_RETURN(const std::string text, ReadCgroupFile(dir, name));
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || (*end != '\n' && *end != '\0')) {
+    return MakeError(ErrorCode::kInternal,
+                     dir + "/" + name + " does not hold a number: \"" + text + "\"");
+  }
+  return static_cast<uint64_t>(value);
 }
 
 Result<void> WriteCgroupFile(const std::string& dir, const char* name, std::string_view value) {

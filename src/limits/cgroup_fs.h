@@ -44,6 +44,8 @@ std::string CgroupDir(const CgroupMount& mount, const std::string& path);
 // Interface files. Errors name the file and errno.
 Result<std::string> ReadCgroupFile(const std::string& dir, const char* name);
 Result<void> WriteCgroupFile(const std::string& dir, const char* name, std::string_view value);
+// A file that holds one decimal number ("memory.current").
+Result<uint64_t> ReadCgroupNumber(const std::string& dir, const char* name);
 bool CgroupFileExists(const std::string& dir, const char* name);
 
 // The value of `key` in a flat-keyed file ("oom_kill 3\nmax 1\n").

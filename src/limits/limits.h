@@ -60,6 +60,11 @@ class RunCgroup {
   virtual int CloneIntoFd() const = 0;
   // Moves `pid` in; called before the child runs any of its own code.
   virtual Result<void> Attach(pid_t pid) = 0;
+  // A warm start: raises the memory limit by what the run holds now, and the pids limit by its
+  // tasks past init and the interpreter, so that the preloads the interpreter imported do not
+  // count against the program, and takes what it holds out of the accounting Finish() reads.
+  // Call before the program starts.
+  virtual Result<void> ExcludeCurrentUsage() = 0;
   // Reads the run's accounting, then kills what is left and removes the cgroup. Call after the
   // sandbox's init has been reaped.
   virtual Result<Usage> Finish() = 0;

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "base/sys.h"
+#include "sandbox/warm_agent.h"
 #include "sandbox/workspace_files.h"
 
 namespace mcpexec::sandbox {
@@ -302,7 +303,10 @@ void LaunchPlan::BuildView() {
   view_.last_cap = static_cast<int>(cap_max_bits()) - 1;
   view_.empty_caps = empty_caps_;
   view_.workdir = workdir_.c_str();
-  view_.program_path = program_path_.c_str();
+  view_.warm = spec_.warm;
+  view_.program_path = kProgramPath;
+  view_.agent = agent_.c_str();
+  view_.agent_len = agent_.size();
   view_.rlimits = rlimits_.data();
   view_.rlimit_count = rlimits_.size();
   view_.seccomp = seccomp_ ? seccomp_->Program() : nullptr;
@@ -338,6 +342,7 @@ std::string LaunchPlan::Describe() const {
   out << "\n";
   out << "exec";
   for (const auto& a : argv_) out << " " << a;
+  if (spec_.warm) out << " (the agent, then the program)";
   out << "\nenv";
   for (const auto& e : env_) out << " " << e;
   out << "\n";
@@ -394,9 +399,9 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   plan->uid_map_ = std::to_string(spec.inside_uid) + " " + std::to_string(spec.outside_uid) + " 1\n";
   plan->gid_map_ = std::to_string(spec.inside_gid) + " " + std::to_string(spec.outside_gid) + " 1\n";
   plan->workdir_ = kWorkspaceDir;
-  plan->program_path_ = kProgramPath;
   plan->exec_path_ = exec_path;
   plan->argv_ = {exec_path, kProgramPath};
+  if (spec.warm) plan->agent_ = WarmAgentSource(spec.preload);
   plan->captures_figures_ = HasFigureBackend(root);
   plan->env_ = ProgramEnv(spec, plan->captures_figures_);
   // Every run: no file larger than the workspace, and the fixed limits of kProgramRlimits.

@@ -47,6 +47,7 @@ class LaunchPlan {
   const SeccompFilter* Seccomp() const { return seccomp_ ? &*seccomp_ : nullptr; }
   // The resource-limits backend every sandbox of this plan runs under.
   limits::LimitsBackend& Limits() const { return *limits_; }
+  const std::shared_ptr<limits::LimitsBackend>& LimitsBackend() const { return limits_; }
   // Whether the rootfs has the figure backend (kFigureBackendPath), so that the program runs
   // with MPLBACKEND=module://mcp_exec_figures; false: plain MPLBACKEND=Agg.
   bool CapturesFigures() const { return captures_figures_; }
@@ -65,7 +66,8 @@ class LaunchPlan {
   std::vector<MountOpView> mount_views_;
   std::vector<RlimitView> rlimits_;
   std::string uid_map_, gid_map_;
-  std::string workdir_, program_path_, exec_path_;
+  std::string workdir_, exec_path_;
+  std::string agent_;  // warm plans: the agent's source (WarmAgentSource)
   std::vector<std::string> argv_, env_;
   std::vector<const char*> argv_ptrs_, env_ptrs_;
   cap_t empty_caps_ = nullptr;

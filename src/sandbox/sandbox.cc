@@ -13,6 +13,7 @@
 #include "base/sys.h"
 #include "sandbox/child/child.h"
 #include "sandbox/setup_error.h"
+#include "sandbox/warm_agent.h"
 
 namespace mcpexec::sandbox {
 namespace {
@@ -76,18 +77,68 @@ Result<std::optional<ChildReport>> ReadReport(int fd,
   }
 }
 
+// Init's reason for the end of a warm interpreter that never said ready: a report of a failure
+// to start it, or its exit status.
+Error AgentLost(const LaunchPlan& plan, int report_fd) {
+  UniqueFd unused;
+  auto report = ReadReport(report_fd, std::chrono::steady_clock::now() + std::chrono::seconds(2),
+                           unused);
+  if (report.ok() && *report && (*report)->type == ReportType::kFailure) {
+    return ChildError(plan, **report, ReadUsernsFacts());
+  }
+  std::string how = "without a word";
+  if (report.ok() && *report && (*report)->type == ReportType::kExit) {
+    RunResult died;
+    ApplyWaitStatus((*report)->wait_status, died);
+    how = died.signal ? "killed by " + SignalName(*died.signal)
+                      : "with exit status " + std::to_string(died.exit_code);
+  }
+  return MakeError(ErrorCode::kUnavailable,
+                   "the warm interpreter ended " + how + " before its preloads (MCP_EXEC_PRELOAD) "
+                   "were imported; a module that needs more memory or processes than the limits "
+                   "allow, or an interpreter that cannot run the agent, ends it so");
+}
+
 }  // namespace
+
+Result<void> Sandbox::WaitForAgent(std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return MakeError(ErrorCode::kDeadlineExceeded,
+                       "the warm interpreter did not import its preloads (MCP_EXEC_PRELOAD) in "
+                       "time");
+    }
+    pollfd pfd{start_.Get(), POLLIN, 0};
+    const int n = poll(&pfd, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(ErrorCode::kInternal, "poll(start socket)");
+    if (n == 0) continue;
+    char message[4096];
+    const ssize_t got = recv(start_.Get(), message, sizeof message, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 1 && message[0] == kAgentReady) return Ok();
+    if (got > 1 && message[0] == kAgentFailed) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "a preload (MCP_EXEC_PRELOAD) failed: " +
+                           std::string(message + 1, static_cast<size_t>(got - 1)));
+    }
+    if (got <= 0) return AgentLost(*plan_, report_.Get());
+    return MakeError(ErrorCode::kInternal, "an unexpected message from the warm interpreter");
+  }
+}
 
 Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
                                 std::chrono::milliseconds setup_timeout) {
   MCPEXEC_ASSIGN_OR_RETURN(Pipe report, MakeSeqpacketPair());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe go, MakePipe());
-  MCPEXEC_ASSIGN_OR_RETURN(Pipe program, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe start, MakeSeqpacketPair());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe out, MakePipe());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe err, MakePipe());
   const ChildFdSources sources{{in.read.Get(), out.write.Get(), err.write.Get(),
-                                report.write.Get(), go.read.Get(), program.read.Get()}};
+                                report.write.Get(), go.read.Get(), start.write.Get()}};
   const PlanView& view = plan->View();
   MCPEXEC_ASSIGN_OR_RETURN(std::unique_ptr<limits::RunCgroup> cgroup, plan->Limits().CreateRun());
 
@@ -114,7 +165,7 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   // Close the child's ends here so that EOF means the sandbox is gone.
   report.write.Reset();
   go.read.Reset();
-  program.read.Reset();
+  start.write.Reset();
   in.read.Reset();
   out.write.Reset();
   err.write.Reset();
@@ -142,10 +193,15 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
     }
     sandbox.workspace_ = std::move(workspace);
     sandbox.report_ = std::move(report.read);
-    sandbox.program_ = std::move(program.write);
+    sandbox.start_ = std::move(start.read);
     sandbox.stdin_ = std::move(in.write);
     sandbox.stdout_ = std::move(out.read);
     sandbox.stderr_ = std::move(err.read);
+    if (view.warm) {
+      MCPEXEC_RETURN_IF_ERROR(sandbox.WaitForAgent(deadline));
+      // The preloads are the sandbox's, not the program's: the limits apply on top of them.
+      if (sandbox.cgroup_) MCPEXEC_RETURN_IF_ERROR(sandbox.cgroup_->ExcludeCurrentUsage());
+    }
     return sandbox;
   }
   if (first && first->type == ReportType::kFailure) {

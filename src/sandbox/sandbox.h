@@ -1,6 +1,8 @@
-// Sandbox: one prepared sandbox. Create() builds it (namespaces, mounts, ids, capabilities)
-// and leaves its init waiting for a program; Run() gives it the program and supervises it to
-// the end. The two steps are separate so that sandboxes can be prepared ahead of demand.
+// Sandbox: one prepared sandbox. Create() builds it (namespaces, mounts, ids, capabilities,
+// limits) and leaves it waiting for a program: its init (cold), or the interpreter with its
+// preloads imported (a warm plan). Run() gives it the program and supervises it to the end.
+// The two steps are separate so that sandboxes can be prepared ahead of demand (docs/engine.md
+// has the states).
 #pragma once
 
 #include <chrono>
@@ -17,8 +19,9 @@ namespace mcpexec::sandbox {
 class Sandbox {
  public:
   // Clones the sandbox's init into new user, mount, pid, net, ipc, uts and cgroup namespaces
-  // and waits until it has finished set-up or failed (within `setup_timeout`). Errors say what
-  // failed and how to fix it.
+  // and waits until it has finished set-up or failed (within `setup_timeout`); with a warm
+  // plan, until the interpreter has imported its preloads too. Errors say what failed and how
+  // to fix it.
   //
   // The kernel kills the sandbox when the *thread* that created it exits (PR_SET_PDEATHSIG),
   // so create sandboxes from threads that outlive them. Thread-safe: any number of threads may
@@ -32,13 +35,17 @@ class Sandbox {
   // Kills and reaps the sandbox if it has not been run to its end.
   ~Sandbox() = default;
 
-  // Delivers the program and its stdin, pumps output, enforces the deadline and the output cap,
-  // and returns when every process of the sandbox is gone. Call once. A failure to start the
-  // program (an interpreter that cannot be executed, a program too large for the workspace) is
-  // an Error; anything the program does is a RunResult. Blocks SIGPIPE in the calling thread
-  // for its duration.
+  // Writes the program and its input files into the workspace, starts it, delivers its stdin,
+  // pumps output, enforces the deadline and the output cap, and returns when every process of
+  // the sandbox is gone. Call once. A failure to start the program (an interpreter that cannot
+  // be executed, a program too large for the workspace, a warm sandbox that died while it
+  // waited) is an Error; anything the program does is a RunResult. Blocks SIGPIPE in the
+  // calling thread for its duration.
   Result<RunResult> Run(const Program& program, const RunLimits& limits,
                         const RunHooks& hooks = {});
+
+  // True while it waits for its program: not run yet, and nothing in it has ended.
+  bool Waiting() const;
 
   // Host pid of the sandbox's init (PID 1 inside).
   // (Its cgroup, when the limits backend uses cgroups, was entered before it ran any code.)
@@ -46,6 +53,8 @@ class Sandbox {
 
  private:
   Sandbox() = default;
+  // Waits for the warm interpreter's "R" on the start socket.
+  Result<void> WaitForAgent(std::chrono::steady_clock::time_point deadline);
 
   std::shared_ptr<const LaunchPlan> plan_;
   // Declared before init_ so that it is destroyed after it: the cgroup is removed once init is
@@ -56,7 +65,7 @@ class Sandbox {
   // An O_PATH descriptor of the workspace tmpfs, from init: input files go in through it, and
   // it keeps the tmpfs readable after the sandbox is gone, for its outputs.
   UniqueFd workspace_;
-  UniqueFd program_;  // the program text, then EOF
+  UniqueFd start_;    // the start socket (kFdStart): "G" starts the program
   UniqueFd stdin_;
   UniqueFd stdout_;
   UniqueFd stderr_;

@@ -39,7 +39,8 @@ const char* FixedStepName(ChildStep step) {
     case ChildStep::kSetCaps: return "clear every capability set";
     case ChildStep::kNoNewPrivs: return "set no_new_privs";
     case ChildStep::kNotDumpable: return "make the sandbox init non-dumpable";
-    case ChildStep::kReceiveProgram: return "write the program to /tmp/main.py";
+    case ChildStep::kWaitStart: return "wait for the program";
+    case ChildStep::kWriteAgent: return "write the warm interpreter's agent to /tmp/main.py";
     case ChildStep::kStartProgram: return "start the program";
     case ChildStep::kSetsid: return "start a new session";
     case ChildStep::kCgroupNamespace: return "enter a new cgroup namespace";
@@ -120,10 +121,7 @@ Error ChildError(const LaunchPlan& plan, const ChildReport& report, const Userns
   std::string message =
       "sandbox set-up failed: could not " + StepName(plan, report) + ": " + ErrnoText(err);
   ErrorCode code = ErrorCode::kUnavailable;
-  if (report.step == ChildStep::kReceiveProgram && (err == ENOSPC || err == EFBIG)) {
-    code = ErrorCode::kResourceExhausted;
-    message += ". The program is larger than the workspace; raise MCP_EXEC_WORKSPACE_BYTES";
-  } else if (report.step == ChildStep::kExec && err == ENOENT) {
+  if (report.step == ChildStep::kExec && err == ENOENT) {
     code = ErrorCode::kNotFound;
     message += ". The interpreter " + plan.ExecPath() +
                " (or its ELF loader) is missing from the rootfs; rebuild it with "

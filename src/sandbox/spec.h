@@ -45,6 +45,12 @@ struct SandboxSpec {
   // /tmp/outputs (MCP_EXEC_FIGURE_MAX_PX); unused by a rootfs without that backend.
   uint32_t figure_max_px = kDefaultFigureMaxPx;
 
+  // Warm start (the pool engine): the interpreter starts with the agent (warm_agent.h) as soon
+  // as the sandbox is set up, imports `preload` and waits for its program. Cold: the
+  // interpreter starts with the program.
+  bool warm = false;
+  std::vector<std::string> preload;
+
   // Docker-format seccomp profile the program runs under (seccomp_profile.h): kSeccompDefault,
   // a file, or kSeccompUnconfined. Empty is an error: running without a filter is a choice, never a default.
   std::string seccomp_profile;

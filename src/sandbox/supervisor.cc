@@ -3,10 +3,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "base/sys.h"
@@ -14,6 +16,7 @@
 #include "sandbox/progress_schedule.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/setup_error.h"
+#include "sandbox/warm_agent.h"
 #include "sandbox/workspace_files.h"
 
 namespace mcpexec::sandbox {
@@ -91,131 +94,231 @@ int MillisUntil(Clock::time_point t) {
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), 60'000))) + 1;
 }
 
+// How a run ended, as the loop saw it first.
+enum class RunEnd {
+  kExited,       // init reported the program's wait status
+  kTimedOut,     // killed at the deadline
+  kCancelled,    // killed through RunHooks::cancel_fd
+  kStartFailed,  // init reported that the program could not be started
+  kInitLost,     // init was reaped without a report: killed from outside, or by the OOM killer
+};
+
+// One run from the start byte to the last output: pumps stdin, drains stdout and stderr into
+// the capped result (or discards them past the cap), reads init's reports, and kills the
+// sandbox at the deadline or on cancellation. Init's death ends every process of the run (it
+// is PID 1), so the loop lasts until init is reaped and the pipes are closed.
+class RunLoop {
+ public:
+  RunLoop(ChildProcess& init, UniqueFd& report, UniqueFd& out, UniqueFd& err, Outgoing input,
+          const RunLimits& limits, const RunHooks& hooks)
+      : init_(init),
+        report_(report),
+        stdout_(out),
+        stderr_(err),
+        input_(std::move(input)),
+        hooks_(hooks),
+        output_(limits.max_output_bytes),
+        start_(Clock::now()),
+        deadline_(start_ + limits.timeout),
+        progress_(start_, hooks.progress_interval, hooks.output_interval) {}
+
+  Result<RunEnd> Run() {
+    input_.Pump();
+    while (!init_.Reaped() || stdout_.Valid() || stderr_.Valid() || report_.Valid()) {
+      const Clock::time_point now = Clock::now();
+      if (!end_ && now >= deadline_) Kill(RunEnd::kTimedOut, now);
+      if (hooks_.on_progress && !end_ && progress_.Due(now)) {
+        hooks_.on_progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start_),
+                           output_.Held());
+        progress_.Called(now);
+      }
+      if (init_.Reaped() && !drain_until_) drain_until_ = now + kDrainLimit;
+      if (drain_until_ && now >= *drain_until_) break;
+      MCPEXEC_RETURN_IF_ERROR(Step(now));
+    }
+    if (!end_) end_ = RunEnd::kInitLost;
+    return *end_;
+  }
+
+  std::chrono::milliseconds Duration() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(ended_at_.value_or(Clock::now()) -
+                                                                 start_);
+  }
+  CappedOutput& Output() { return output_; }
+  const std::optional<ChildReport>& ExitReport() const { return exit_report_; }
+  const std::optional<ChildReport>& FailureReport() const { return failure_report_; }
+
+ private:
+  // The first reason to end is the run's; later ones (a cancel after the exit) change nothing.
+  void End(RunEnd why, Clock::time_point at) {
+    if (end_) return;
+    end_ = why;
+    ended_at_ = at;
+  }
+  void Kill(RunEnd why, Clock::time_point at) {
+    if (end_) return;
+    init_.Kill();  // init is PID 1: its death kills every process in the namespace
+    End(why, at);
+  }
+
+  Result<void> Step(Clock::time_point now) {
+    pollfd pfds[6];
+    nfds_t n = 0;
+    auto watch = [&](int fd, short events) {
+      if (fd >= 0) pfds[n++] = pollfd{fd, events, 0};
+    };
+    // Past the cap the pipes are watched only when they are due to be emptied: in between, a
+    // program that goes on writing fills them and waits, and the supervisor sleeps.
+    const bool discarding = output_.Truncated();
+    if (!discarding || now >= next_discard_) {
+      watch(stdout_.Get(), POLLIN);
+      watch(stderr_.Get(), POLLIN);
+    }
+    watch(report_.Get(), POLLIN);
+    watch(input_.fd.Get(), POLLOUT);
+    if (!init_.Reaped()) watch(init_.PidFd(), POLLIN);
+    if (!end_) watch(hooks_.cancel_fd, POLLIN);
+    Clock::time_point wake = deadline_;
+    if (hooks_.on_progress && !end_) wake = std::min(wake, progress_.Next());
+    if (discarding && (stdout_.Valid() || stderr_.Valid())) wake = std::min(wake, next_discard_);
+    const int timeout_ms = drain_until_ ? MillisUntil(*drain_until_)
+                           : end_       ? -1
+                                        : MillisUntil(wake);
+    if (poll(pfds, n, timeout_ms) < 0 && errno != EINTR) {
+      return Errno(ErrorCode::kInternal, "poll(sandbox)");
+    }
+
+    MCPEXEC_RETURN_IF_ERROR(PumpOutput(discarding));
+    if (input_.fd.Valid()) input_.Pump();
+    for (nfds_t i = 0; i < n; ++i) {
+      if (pfds[i].revents == 0) continue;
+      if (pfds[i].fd == report_.Get()) {
+        ReadReport();
+      } else if (pfds[i].fd == hooks_.cancel_fd) {
+        Kill(RunEnd::kCancelled, Clock::now());
+      } else if (pfds[i].fd == init_.PidFd()) {
+        MCPEXEC_RETURN_IF_ERROR(init_.Wait());
+        // Its last report is already in the socket: read it before deciding why it ended.
+        ReadPendingReports();
+        if (!end_) End(RunEnd::kInitLost, Clock::now());
+      }
+    }
+    if (output_.Truncated() && init_.Reaped()) {
+      // Every writer is gone with the sandbox; what is left in the pipes is past the cap.
+      stdout_.Reset();
+      stderr_.Reset();
+    }
+    return Ok();
+  }
+
+  Result<void> PumpOutput(bool discarding) {
+    if (discarding) {
+      if (Clock::now() >= next_discard_) {
+        Discard(stdout_, null_fd_);
+        Discard(stderr_, null_fd_);
+        next_discard_ = Clock::now() + kDiscardInterval;
+      }
+      return Ok();
+    }
+    bool fresh = false;
+    if (stdout_.Valid()) fresh |= Drain(stdout_, Stream::kStdout, output_, hooks_.on_output);
+    if (stderr_.Valid()) fresh |= Drain(stderr_, Stream::kStderr, output_, hooks_.on_output);
+    if (fresh) progress_.OutputArrived();
+    if (output_.Truncated()) {
+      null_fd_.Reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
+      if (!null_fd_.Valid()) return Errno(ErrorCode::kInternal, "open(/dev/null)");
+      for (const UniqueFd* fd : {&stdout_, &stderr_}) {
+        if (fd->Valid()) GrowPipeForDiscard(fd->Get());
+      }
+      next_discard_ = Clock::now();
+    }
+    return Ok();
+  }
+
+  // One report from init; closes the socket at EOF.
+  void ReadReport() {
+    ChildReport report;
+    const ssize_t got = read(report_.Get(), &report, sizeof report);
+    if (got == static_cast<ssize_t>(sizeof report) && report.type == ReportType::kExit) {
+      exit_report_ = report;
+      End(RunEnd::kExited, Clock::now());
+    } else if (got == static_cast<ssize_t>(sizeof report) &&
+               report.type == ReportType::kFailure) {
+      failure_report_ = report;
+      End(RunEnd::kStartFailed, Clock::now());
+    } else if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+      report_.Reset();
+    }
+  }
+
+  void ReadPendingReports() {
+    while (report_.Valid()) {
+      pollfd pfd{report_.Get(), POLLIN, 0};
+      if (poll(&pfd, 1, 0) <= 0) return;
+      ReadReport();
+    }
+  }
+
+  ChildProcess& init_;
+  UniqueFd& report_;
+  UniqueFd& stdout_;
+  UniqueFd& stderr_;
+  Outgoing input_;
+  const RunHooks& hooks_;
+  CappedOutput output_;
+  const Clock::time_point start_;
+  const Clock::time_point deadline_;
+  ProgressSchedule progress_;
+  std::optional<RunEnd> end_;
+  std::optional<Clock::time_point> ended_at_;
+  std::optional<Clock::time_point> drain_until_;
+  std::optional<ChildReport> exit_report_;
+  std::optional<ChildReport> failure_report_;
+  Clock::time_point next_discard_;  // past the cap: when the pipes are next emptied
+  UniqueFd null_fd_;                // past the cap: /dev/null, where they are emptied to
+};
+
 }  // namespace
+
+bool Sandbox::Waiting() const {
+  if (!report_.Valid() || !plan_ || init_.Reaped()) return false;
+  pollfd pfds[2] = {{init_.PidFd(), POLLIN, 0}, {report_.Get(), POLLIN, 0}};
+  return poll(pfds, 2, 0) == 0;
+}
 
 Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
                                const RunHooks& hooks) {
   if (!report_.Valid() || !plan_) {
     return MakeError(ErrorCode::kInvalidArgument, "this sandbox has already run");
   }
+  // A warm interpreter that died while it waited must not have its end reported as the
+  // program's.
+  if (plan_->View().warm && !Waiting()) {
+    return MakeError(ErrorCode::kUnavailable,
+                     "the prepared sandbox ended while it waited for its program");
+  }
   const std::shared_ptr<const LaunchPlan> plan = std::move(plan_);
   ScopedSigpipeBlock no_sigpipe;
-  for (const UniqueFd* fd : {&program_, &stdin_, &stdout_, &stderr_}) {
+  for (const UniqueFd* fd : {&stdin_, &stdout_, &stderr_}) {
     MCPEXEC_RETURN_IF_ERROR(SetNonBlocking(fd->Get()));
   }
-  Outgoing code{std::move(program_), program.code};
-  Outgoing input{std::move(stdin_), program.stdin_data};
-  CappedOutput output(limits.max_output_bytes);
-  MCPEXEC_RETURN_IF_ERROR(WriteInputFiles(workspace_.Get(), program.files,
-                                          plan->Spec().outside_uid, plan->Spec().outside_gid));
-
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + limits.timeout;
-  std::optional<Clock::time_point> end, drain_until;
-  std::optional<int> program_status;
-  std::optional<ChildReport> exit_report;
-  std::optional<ChildReport> failure;
-  bool timed_out = false;
-  bool cancelled = false;
-  ProgressSchedule progress(start, hooks.progress_interval, hooks.output_interval);
-  Clock::time_point next_discard;  // past the cap: when the pipes are next emptied
-  UniqueFd null_fd;                // past the cap: /dev/null, where they are emptied to
-
-  code.Pump();
-  input.Pump();
-  while (!init_.Reaped() || stdout_.Valid() || stderr_.Valid() || report_.Valid()) {
-    const Clock::time_point now = Clock::now();
-    if (!init_.Reaped() && !program_status && !failure && !timed_out && !cancelled &&
-        now >= deadline) {
-      init_.Kill();  // init is PID 1: its death kills every process in the namespace
-      timed_out = true;
-      end = now;
-    }
-    if (hooks.on_progress && !end && progress.Due(now)) {
-      hooks.on_progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start),
-                        output.Held());
-      progress.Called(now);
-    }
-    if (init_.Reaped() && !drain_until) drain_until = now + kDrainLimit;
-    if (drain_until && now >= *drain_until) break;
-
-    pollfd pfds[6];
-    nfds_t n = 0;
-    auto watch = [&](const UniqueFd& fd, short events) {
-      if (fd.Valid()) pfds[n++] = pollfd{fd.Get(), events, 0};
-    };
-    // Past the cap the pipes are watched only when they are due to be emptied: in between, a
-    // program that goes on writing fills them and waits, and the supervisor sleeps.
-    const bool discarding = output.Truncated();
-    if (!discarding || now >= next_discard) {
-      watch(stdout_, POLLIN);
-      watch(stderr_, POLLIN);
-    }
-    watch(report_, POLLIN);
-    watch(code.fd, POLLOUT);
-    watch(input.fd, POLLOUT);
-    if (!init_.Reaped()) pfds[n++] = pollfd{init_.PidFd(), POLLIN, 0};
-    if (hooks.cancel_fd >= 0 && !cancelled) pfds[n++] = pollfd{hooks.cancel_fd, POLLIN, 0};
-    Clock::time_point wake = deadline;
-    if (hooks.on_progress && !end) wake = std::min(wake, progress.Next());
-    if (discarding && (stdout_.Valid() || stderr_.Valid())) wake = std::min(wake, next_discard);
-    const int timeout_ms = drain_until              ? MillisUntil(*drain_until)
-                           : (timed_out || cancelled) ? -1
-                                                      : MillisUntil(wake);
-    if (poll(pfds, n, timeout_ms) < 0 && errno != EINTR) {
-      return Errno(ErrorCode::kInternal, "poll(sandbox)");
-    }
-
-    if (!discarding) {
-      bool fresh = false;
-      if (stdout_.Valid()) fresh |= Drain(stdout_, Stream::kStdout, output, hooks.on_output);
-      if (stderr_.Valid()) fresh |= Drain(stderr_, Stream::kStderr, output, hooks.on_output);
-      if (fresh) progress.OutputArrived();
-      if (output.Truncated()) {
-        null_fd.Reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
-        if (!null_fd.Valid()) return Errno(ErrorCode::kInternal, "open(/dev/null)");
-        for (const UniqueFd* fd : {&stdout_, &stderr_}) {
-          if (fd->Valid()) GrowPipeForDiscard(fd->Get());
-        }
-        next_discard = Clock::now();
-      }
-    } else if (Clock::now() >= next_discard) {
-      Discard(stdout_, null_fd);
-      Discard(stderr_, null_fd);
-      next_discard = Clock::now() + kDiscardInterval;
-    }
-    if (code.fd.Valid()) code.Pump();
-    if (input.fd.Valid() && !code.fd.Valid()) input.Pump();
-    for (nfds_t i = 0; i < n; ++i) {
-      if (pfds[i].fd == report_.Get() && pfds[i].revents != 0) {
-        ChildReport report;
-        const ssize_t got = read(report_.Get(), &report, sizeof report);
-        if (got == static_cast<ssize_t>(sizeof report) && report.type == ReportType::kExit) {
-          program_status = report.wait_status;
-          exit_report = report;
-          end = Clock::now();
-        } else if (got == static_cast<ssize_t>(sizeof report) &&
-                   report.type == ReportType::kFailure) {
-          failure = report;
-        } else if (got == 0 || (got < 0 && errno != EINTR)) {
-          report_.Reset();
-        }
-      } else if (pfds[i].fd == hooks.cancel_fd && pfds[i].revents != 0) {
-        init_.Kill();
-        cancelled = true;
-        if (!end) end = Clock::now();
-      } else if (pfds[i].fd == init_.PidFd() && pfds[i].revents != 0) {
-        MCPEXEC_RETURN_IF_ERROR(init_.Wait());
-        if (!end) end = Clock::now();
-      }
-    }
-    if (output.Truncated() && init_.Reaped()) {
-      // Every writer is gone with the sandbox; what is left in the pipes is past the cap.
-      stdout_.Reset();
-      stderr_.Reset();
-    }
+  const SandboxSpec& spec = plan->Spec();
+  MCPEXEC_RETURN_IF_ERROR(
+      WriteProgram(workspace_.Get(), program.code, spec.outside_uid, spec.outside_gid));
+  MCPEXEC_RETURN_IF_ERROR(
+      WriteInputFiles(workspace_.Get(), program.files, spec.outside_uid, spec.outside_gid));
+  const char go = kAgentGo;
+  if (send(start_.Get(), &go, 1, MSG_NOSIGNAL) != 1) {
+    return Errno(ErrorCode::kUnavailable, "start the program (the sandbox is gone)");
   }
-  if (failure) return ChildError(*plan, *failure, ReadUsernsFacts());
+  start_.Reset();
+
+  RunLoop loop(init_, report_, stdout_, stderr_, Outgoing{std::move(stdin_), program.stdin_data},
+               limits, hooks);
+  MCPEXEC_ASSIGN_OR_RETURN(const RunEnd end, loop.Run());
+  if (end == RunEnd::kStartFailed) {
+    return ChildError(*plan, *loop.FailureReport(), ReadUsernsFacts());
+  }
   RunResult result;
   // Init is reaped, so every process of the run is gone: /tmp/outputs no longer changes.
   if (limits.outputs.max_files > 0) {
@@ -229,37 +332,44 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     result.oom_killed = usage.oom_killed;
     result.memory_peak_bytes = usage.memory_peak_bytes;
     result.cpu_time_ms = usage.cpu_time_ms;
-  } else if (exit_report) {
-    result.memory_peak_bytes = static_cast<uint64_t>(exit_report->children_maxrss_kib) * 1024;
-    result.cpu_time_ms = static_cast<uint64_t>(exit_report->children_cpu_us) / 1000;
+  } else if (const auto& exit = loop.ExitReport()) {
+    result.memory_peak_bytes = static_cast<uint64_t>(exit->children_maxrss_kib) * 1024;
+    result.cpu_time_ms = static_cast<uint64_t>(exit->children_cpu_us) / 1000;
   }
-  result.cancelled = cancelled && !program_status;
-  result.duration =
-      std::chrono::duration_cast<std::chrono::milliseconds>(end.value_or(Clock::now()) - start);
-  result.truncated = output.Truncated();
-  result.stdout_data = output.TakeStdout();
-  result.stderr_data = output.TakeStderr();
-  if (timed_out || result.cancelled) {
-    result.timed_out = timed_out;
-    result.exit_code = -1;
-  } else if (program_status) {
-    ApplyWaitStatus(*program_status, result);
-  } else if (result.oom_killed) {
+  result.duration = loop.Duration();
+  result.truncated = loop.Output().Truncated();
+  result.stdout_data = loop.Output().TakeStdout();
+  result.stderr_data = loop.Output().TakeStderr();
+  switch (end) {
+    case RunEnd::kExited:
+      ApplyWaitStatus(loop.ExitReport()->wait_status, result);
+      return result;
+    case RunEnd::kTimedOut:
+      result.timed_out = true;
+      result.exit_code = -1;
+      return result;
+    case RunEnd::kCancelled:
+      result.cancelled = true;
+      result.exit_code = -1;
+      return result;
+    case RunEnd::kStartFailed:
+    case RunEnd::kInitLost:
+      break;
+  }
+  if (result.oom_killed) {
     // The OOM killer chose init (it picks by size; rare): the run ended for lack of memory.
     ApplyWaitStatus(SIGKILL, result);
-  } else {
-    // Init cannot be signalled from inside the sandbox, so it was killed from outside (or by
-    // the OOM killer) and the program's fate is unknown: not a result to report as the
-    // program's.
-    RunResult died;
-    ApplyWaitStatus(init_.WaitStatus().value_or(0), died);
-    return MakeError(ErrorCode::kUnavailable,
-                     "the sandbox's init died before the program finished (" +
-                         (died.signal ? "killed by " + SignalName(*died.signal)
-                                      : "exit status " + std::to_string(died.exit_code)) +
-                         "), killed from outside the sandbox or by the OOM killer");
+    return result;
   }
-  return result;
+  // Init cannot be signalled from inside the sandbox, so it was killed from outside and the
+  // program's fate is unknown: not a result to report as the program's.
+  RunResult died;
+  ApplyWaitStatus(init_.WaitStatus().value_or(0), died);
+  return MakeError(ErrorCode::kUnavailable,
+                   "the sandbox's init died before the program finished (" +
+                       (died.signal ? "killed by " + SignalName(*died.signal)
+                                    : "exit status " + std::to_string(died.exit_code)) +
+                       "), killed from outside the sandbox or by the OOM killer");
 }
 
 }  // namespace mcpexec::sandbox

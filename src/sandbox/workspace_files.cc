@@ -73,15 +73,22 @@ Error FileError(int err, const std::string& path, const std::string& what) {
   return e;
 }
 
-Result<void> WriteOne(int workspace_fd, const InputFile& file) {
-  const std::vector<std::string_view> parts = Components(file.path);
+Result<void> WriteOne(int workspace_fd, const std::string& path, std::string_view content) {
+  const std::vector<std::string_view> parts = Components(path);
   UniqueFd dir(fcntl(workspace_fd, F_DUPFD_CLOEXEC, 0));
   if (!dir.Valid()) return Errno(ErrorCode::kInternal, "dup(workspace)");
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string name(parts[i]);
-    if (mkdirat(dir.Get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (mkdirat(dir.Get(), name.c_str(), 0755) == 0) {
+      // The modes are the sandbox's, not the supervisor's umask's. No program runs yet that
+      // could swap the directory for a link.
+      if (fchmodat(dir.Get(), name.c_str(), 0755, 0) != 0) {
+        const int err = errno;
+        return FileError(err, path, "chmod directory " + name);
+      }
+    } else if (errno != EEXIST) {
       const int err = errno;
-      return FileError(err, file.path, "create directory " + name);
+      return FileError(err, path, "create directory " + name);
     }
     UniqueFd next(OpenInWorkspace(dir.Get(), name.c_str(), O_PATH | O_DIRECTORY));
     if (!next.Valid()) {
@@ -90,23 +97,23 @@ Result<void> WriteOne(int workspace_fd, const InputFile& file) {
       struct stat st {};
       const bool link =
           fstatat(dir.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-      return FileError(link ? ELOOP : err, file.path, "open directory " + name);
+      return FileError(link ? ELOOP : err, path, "open directory " + name);
     }
     dir = std::move(next);
   }
   const std::string name(parts.back());
   UniqueFd out(OpenInWorkspace(dir.Get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644));
-  if (!out.Valid()) {
+  if (!out.Valid() || fchmod(out.Get(), 0644) != 0) {
     const int err = errno;
-    return FileError(err, file.path, "create");
+    return FileError(err, path, "create");
   }
-  std::string_view rest = file.content;
+  std::string_view rest = content;
   while (!rest.empty()) {
     const ssize_t n = write(out.Get(), rest.data(), rest.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
-      return FileError(err, file.path, "write");
+      return FileError(err, path, "write");
     }
     rest.remove_prefix(static_cast<size_t>(n));
   }
@@ -263,7 +270,7 @@ std::string WorkspacePathProblem(std::string_view path) {
     if (part == "." || part == "..") return "the path has a \".\" or \"..\" component";
     if (part.size() > NAME_MAX) return "a component of the path is over 255 bytes";
   }
-  if ("/" + std::string(path) == std::string(kProgramPath).substr(strlen(kWorkspaceDir))) {
+  if (path == kProgramFile) {
     return "main.py is the program itself";
   }
   // The sandbox makes it before the inputs are written; a file there could never be created.
@@ -278,8 +285,29 @@ Result<void> WriteInputFiles(int workspace_fd, std::span<const InputFile> files,
   if (!ScopedFsIds::Holds(uid, gid)) {
     return MakeError(ErrorCode::kInternal, "cannot take the sandbox's ids to write input files");
   }
-  for (const InputFile& file : files) MCPEXEC_RETURN_IF_ERROR(WriteOne(workspace_fd, file));
+  for (const InputFile& file : files) {
+    MCPEXEC_RETURN_IF_ERROR(WriteOne(workspace_fd, file.path, file.content));
+  }
   return Ok();
+}
+
+Result<void> WriteProgram(int workspace_fd, std::string_view code, uid_t uid, gid_t gid) {
+  ScopedFsIds ids(uid, gid);
+  if (!ScopedFsIds::Holds(uid, gid)) {
+    return MakeError(ErrorCode::kInternal, "cannot take the sandbox's ids to write the program");
+  }
+  auto written = WriteOne(workspace_fd, kProgramFile, code);
+  if (written.ok()) return written;
+  const int err = written.error().sys_errno;
+  if (err == ENOSPC || err == EDQUOT) {
+    Error e = MakeError(ErrorCode::kResourceExhausted,
+                        "the program (" + std::to_string(code.size()) +
+                            " bytes) is larger than the workspace; raise "
+                            "MCP_EXEC_WORKSPACE_BYTES");
+    e.sys_errno = err;
+    return e;
+  }
+  return std::move(written).error().WithContext("write the program to /tmp/main.py");
 }
 
 Result<OutputCollection> CollectOutputs(int workspace_fd, const OutputLimits& limits) {

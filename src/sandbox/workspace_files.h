@@ -37,6 +37,13 @@ std::string WorkspacePathProblem(std::string_view path);
 Result<void> WriteInputFiles(int workspace_fd, std::span<const InputFile> files, uid_t uid,
                              gid_t gid);
 
+// The program's file in the workspace: /tmp/main.py.
+inline constexpr const char* kProgramFile = "main.py";
+
+// Writes the program to /tmp/main.py (0644, the sandbox's user, like an input file), before
+// the input files. A program larger than the workspace is kResourceExhausted.
+Result<void> WriteProgram(int workspace_fd, std::string_view code, uid_t uid, gid_t gid);
+
 struct OutputLimits {
   size_t max_files = 16;  // regular files read, in walk order; 0: Run() does not look at all
   uint64_t max_file_bytes = 1 << 20;    // a larger file is listed, not read

@@ -201,20 +201,26 @@ print(json.dumps({"errno": result, "written": written}))
 }
 
 TEST_P(FilesystemTest, TheCallersUmaskDoesNotReachTheSandbox) {
+  const std::string input = HostSetup::Get().WriteSharedFile("umask-input.txt", "x");
   const Outcome r = runner_.RunCommand(
       {"/bin/sh", "-c",
-       "umask 077 && exec \"$1\" run --rootfs \"$2\" --code \"$3\"", "sh", runner_.Binary(),
-       runner_.Rootfs(),
+       "umask 077 && exec \"$1\" run --rootfs \"$2\" --input \"data/in.txt=$4\" --code \"$3\"",
+       "sh", runner_.Binary(), runner_.Rootfs(),
        "import os, json\n"
        "open('made', 'w').close()\n"
        "print(json.dumps({'umask': os.umask(0), 'main': os.stat('main.py').st_mode & 0o777,\n"
        "                  'made': os.stat('made').st_mode & 0o777,\n"
-       "                  'workspace': os.stat('/tmp').st_mode & 0o777}))"});
+       "                  'input_dir': os.stat('data').st_mode & 0o777,\n"
+       "                  'input': os.stat('data/in.txt').st_mode & 0o777,\n"
+       "                  'workspace': os.stat('/tmp').st_mode & 0o777}))",
+       input});
   ASSERT_TRUE(IsRunResult(r)) << r.Describe();
   const json p = r.ProgramJson();
   EXPECT_EQ(p["umask"], 022) << r.Describe();
   EXPECT_EQ(p["main"], 0644) << r.Describe();
   EXPECT_EQ(p["made"], 0644) << r.Describe();
+  EXPECT_EQ(p["input_dir"], 0755) << r.Describe();
+  EXPECT_EQ(p["input"], 0644) << r.Describe();
   EXPECT_EQ(p["workspace"], 0755) << r.Describe();
 }
 

@@ -106,7 +106,9 @@ TEST_P(OutputLimitTest, FloodPastTheCapRunsToItsEndWithBoundedSupervisorMemory) 
       "    os.write(1, chunk)\n"
       "    os.write(2, chunk)\n"
       "sys.exit(5)\n",
-      {"--max-output-bytes", "1m", "--timeout", "30"});
+      // Cold in every suite: the peak below is that of mcp-exec and the processes it reaped,
+      // and a warm interpreter's preloads would swamp it. The loop is the same in every engine.
+      {"--max-output-bytes", "1m", "--timeout", "30", "--engine", "cold"});
   ASSERT_TRUE(IsRunResult(r));
   // The program wrote all of it and ended on its own, with its own status.
   EXPECT_EQ(r.json["timed_out"], false) << r.Describe();
@@ -251,7 +253,8 @@ TEST(OutputCancelTest, CancelEndsAGrownPipeFloodPromptly) {
     cancelled_at = std::chrono::steady_clock::now();
   };
   auto running = std::async(std::launch::async, [&] {
-    return exec::Execute(*plan, config, exec::ExecRequest{kGrownPipeFlood, "", 20}, hooks);
+    return exec::Execute(*engine::MakeColdEngine(*plan), config,
+                         exec::ExecRequest{kGrownPipeFlood, "", 20}, hooks);
   });
   if (running.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
     // Unstick the supervisor (the flood ends with the sandbox) so that the test fails, not hangs.

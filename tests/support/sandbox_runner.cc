@@ -111,7 +111,10 @@ pid_t Spawn(const std::vector<std::string>& argv, const LaunchOptions& options,
   args.push_back(nullptr);
   std::vector<std::string> env_strings = {kChildPath};
   env_strings.insert(env_strings.end(), options.env.begin(), options.env.end());
-  for (const std::string& var : LimitsEnv(id)) {
+  std::vector<std::string> defaults = LimitsEnv(id);
+  // A `serve` under test gets the suite's engine too (`run` takes it as --engine, RunArgv).
+  if (!TestEngine().empty()) defaults.push_back("MCP_EXEC_ENGINE=" + TestEngine());
+  for (const std::string& var : defaults) {
     const std::string name = var.substr(0, var.find('=') + 1);
     bool set = false;
     for (const std::string& e : options.env) set = set || e.starts_with(name);
@@ -449,6 +452,14 @@ uid_t SandboxRunner::ExpectedHostUid() const {
   return runs_as == 0 ? kDefaultRootHostUid : runs_as;
 }
 
+const std::string& TestEngine() {
+  static const std::string engine = [] {
+    const char* e = std::getenv("MCP_EXEC_TEST_ENGINE");
+    return std::string(e != nullptr ? e : "");
+  }();
+  return engine;
+}
+
 std::vector<std::string> SandboxRunner::RunArgv(const std::vector<std::string>& run_args) const {
   std::vector<std::string> argv = {Binary(), "run"};
   bool has_rootfs = false;
@@ -456,6 +467,12 @@ std::vector<std::string> SandboxRunner::RunArgv(const std::vector<std::string>& 
   if (!has_rootfs) {
     argv.push_back("--rootfs");
     argv.push_back(Rootfs());
+  }
+  bool has_engine = false;
+  for (const auto& a : run_args) has_engine |= a == "--engine" || a.rfind("--engine=", 0) == 0;
+  if (!has_engine && !TestEngine().empty()) {
+    argv.push_back("--engine");
+    argv.push_back(TestEngine());
   }
   argv.insert(argv.end(), run_args.begin(), run_args.end());
   return argv;

@@ -131,6 +131,10 @@ class HostSetup {
   gid_t test_gid_ = 0;
 };
 
+// MCP_EXEC_TEST_ENGINE: the engine every `run` of the suite uses (`run --engine`), so that a
+// suite runs once per engine (tests/meson.build); empty: run's default, cold.
+const std::string& TestEngine();
+
 class SandboxRunner {
  public:
   explicit SandboxRunner(RunMode mode) : mode_(mode) {}
@@ -144,7 +148,8 @@ class SandboxRunner {
   // MCP_EXEC_HOST_UID) when mcp-exec runs as root, else the uid it runs as.
   uid_t ExpectedHostUid() const;
 
-  // `mcp-exec run --rootfs ROOTFS ARGS...` (no --rootfs added when ARGS has one).
+  // `mcp-exec run --rootfs ROOTFS [--engine TestEngine()] ARGS...` (no --rootfs or --engine
+  // added when ARGS has one).
   Outcome Run(const std::vector<std::string>& run_args, const LaunchOptions& options = {}) const;
   // Run() with `--code CODE EXTRA...`.
   Outcome RunCode(const std::string& code, const std::vector<std::string>& extra_args = {},

@@ -179,6 +179,41 @@ TEST(Config, FigureMaxPxIsAPixelCountFrom64To8192) {
   EXPECT_EQ(c.figure_max_px, 8192) << "a refused value must not be stored";
 }
 
+TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
+  Config c = Defaults("/r");
+  EXPECT_EQ(c.engine, "cold");
+  EXPECT_EQ(c.pool_size, 2);
+  EXPECT_EQ(c.preload, (std::vector<std::string>{"numpy", "pandas", "matplotlib.pyplot"}));
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENGINE", "pool"},
+                            {"MCP_EXEC_POOL_SIZE", "8"},
+                            {"MCP_EXEC_PRELOAD", " scipy.stats ,_private,numpy2 "}}),
+                       c)
+                  .ok());
+  EXPECT_EQ(c.engine, "pool");
+  EXPECT_EQ(c.pool_size, 8);
+  EXPECT_EQ(c.preload, (std::vector<std::string>{"scipy.stats", "_private", "numpy2"}));
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_PRELOAD", ""}}), c).ok());
+  EXPECT_TRUE(c.preload.empty()) << "an empty list preloads nothing";
+
+  for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"MCP_EXEC_ENGINE", "warm"},
+           {"MCP_EXEC_ENGINE", ""},
+           {"MCP_EXEC_POOL_SIZE", "0"},
+           {"MCP_EXEC_POOL_SIZE", "65"},
+           {"MCP_EXEC_PRELOAD", "numpy,,pandas"},
+           {"MCP_EXEC_PRELOAD", "numpy,"},
+           {"MCP_EXEC_PRELOAD", "os; import socket"},
+           {"MCP_EXEC_PRELOAD", "1numpy"},
+           {"MCP_EXEC_PRELOAD", "numpy."},
+           {"MCP_EXEC_PRELOAD", ".numpy"},
+           {"MCP_EXEC_PRELOAD", "a..b"},
+           {"MCP_EXEC_PRELOAD", "a b"}}) {
+    auto r = ApplyEnv(Env({{name, bad}}), c);
+    ASSERT_FALSE(r.ok()) << name << "=" << bad;
+    EXPECT_EQ(r.error().message.find(name + ": "), 0u) << r.error().message;
+  }
+}
+
 TEST(Config, TimeoutIsClampedToOneAndTheMaximum) {
   Config c = Defaults("/r");
   EXPECT_EQ(EffectiveTimeoutSeconds(c, std::nullopt), 30);

@@ -246,25 +246,32 @@ void ReportReady(const PlanView& plan) noexcept {
   close(workspace);
 }
 
-void ReceiveProgram(const PlanView& plan) noexcept {
+// Warm: the interpreter starts on the agent, which removes the file once its preloads are
+// imported; the program takes its place.
+void WriteAgent(const PlanView& plan) noexcept {
   const int out =
       open(plan.program_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (out < 0) Fail(ChildStep::kReceiveProgram);
-  char buf[16384];
-  for (;;) {
-    ssize_t n = read(kFdProgram, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) Fail(ChildStep::kReceiveProgram);
-    if (n == 0) break;
-    for (ssize_t done = 0; done < n;) {
-      const ssize_t w = write(out, buf + done, static_cast<size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) Fail(ChildStep::kReceiveProgram);
-      done += w;
-    }
+  if (out < 0) Fail(ChildStep::kWriteAgent);
+  for (size_t done = 0; done < plan.agent_len;) {
+    const ssize_t w = write(out, plan.agent + done, plan.agent_len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) Fail(ChildStep::kWriteAgent);
+    done += static_cast<size_t>(w);
   }
-  if (close(out) != 0) Fail(ChildStep::kReceiveProgram);
-  close(kFdProgram);
+  if (close(out) != 0) Fail(ChildStep::kWriteAgent);
+}
+
+// Cold: the supervisor has written /tmp/main.py and sends one byte. EOF: it gave up on this
+// sandbox before running anything in it.
+void WaitStart() noexcept {
+  char go;
+  ssize_t n;
+  do {
+    n = read(kFdStart, &go, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) _exit(0);
+  if (n != 1) Fail(ChildStep::kWaitStart);
+  close(kFdStart);
 }
 
 [[noreturn]] void ExecProgram(const PlanView& plan) noexcept {
@@ -278,6 +285,8 @@ void ReceiveProgram(const PlanView& plan) noexcept {
       syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, plan.seccomp) != 0) {
     Fail(ChildStep::kSeccomp);
   }
+  // The agent waits for its program on the start socket, and closes it before running it.
+  if (plan.warm && fcntl(kFdStart, F_SETFD, 0) != 0) Fail(ChildStep::kWaitStart);
   execve(plan.exec_path, const_cast<char* const*>(plan.argv),
          const_cast<char* const*>(plan.envp));
   ChildReport report{};
@@ -337,7 +346,11 @@ void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept {
 
   ReportReady(plan);
 
-  ReceiveProgram(plan);
+  if (plan.warm) {
+    WriteAgent(plan);
+  } else {
+    WaitStart();
+  }
   // A raw clone rather than fork(): fork() runs atfork handlers, which take locks.
   const long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (pid < 0) Fail(ChildStep::kStartProgram);
@@ -347,6 +360,7 @@ void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept {
   close(kFdStdin);
   close(kFdStdout);
   close(kFdStderr);
+  if (plan.warm) close(kFdStart);
   Reap(static_cast<pid_t>(pid));
 }
 

@@ -14,8 +14,9 @@ struct ChildFdSources {
 };
 
 // Entry point of the sandbox's PID 1, called in the clone child. Sets up the sandbox, reports
-// ready, receives the program, starts it as PID 2, reaps, reports the program's wait status and
-// exits. Never returns.
+// ready, starts the interpreter as PID 2 (cold: once the supervisor says the program is in
+// place; warm: at once, as the agent), reaps, reports the program's wait status and exits.
+// Never returns.
 [[noreturn]] void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept;
 
 }  // namespace mcpexec::sandbox

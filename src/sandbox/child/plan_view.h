@@ -46,8 +46,12 @@ enum ChildFd : int {
   // child -> parent: ChildReport records, one per message of a SOCK_SEQPACKET pair; kReady
   // carries the workspace (an O_PATH descriptor of /tmp) as SCM_RIGHTS.
   kFdReport = 3,
-  kFdGo = 4,       // parent -> child: one byte once the id maps are written
-  kFdProgram = 5,  // parent -> child: the program text, then EOF
+  kFdGo = 4,  // parent -> child: one byte once the id maps are written
+  // The start socket: the supervisor sends one byte once the program is in /tmp/main.py. A cold
+  // init waits for it before starting the program; a warm init hands it to the agent it starts
+  // at once (the one descriptor besides 0-2 that reaches Python, closed before the program
+  // runs), which reports on it when its preloads are imported.
+  kFdStart = 5,
   kChildFdCount = 6,
 };
 
@@ -65,8 +69,15 @@ struct PlanView {
   int last_cap;           // highest capability number the kernel knows
   void* empty_caps;       // libcap cap_t with every set empty, built by the parent
 
-  const char* workdir;       // cwd of the program, inside the new root
-  const char* program_path;  // where the program text is written, inside the new root
+  const char* workdir;  // cwd of the program, inside the new root
+  // Warm: init writes the agent (warm_agent.h) to /tmp/main.py and starts the interpreter on it
+  // as soon as set-up is done; the agent waits on kFdStart itself. Cold: init waits on
+  // kFdStart and then starts `python3 /tmp/main.py`. Either way the program's command line is
+  // the same.
+  bool warm;
+  const char* program_path;  // /tmp/main.py
+  const char* agent;         // warm: the agent's source
+  size_t agent_len;
 
   const RlimitView* rlimits;
   size_t rlimit_count;
@@ -105,7 +116,8 @@ enum class ChildStep : uint32_t {
   kSetCaps,
   kNoNewPrivs,
   kNotDumpable,
-  kReceiveProgram,
+  kWaitStart,
+  kWriteAgent,
   kStartProgram,
   kSetsid,
   kRlimit,
