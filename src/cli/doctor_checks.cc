@@ -469,6 +469,36 @@ Check FiguresCheck(const std::string& rootfs, std::optional<bool> captures, int 
   return c;
 }
 
+Check EngineCheck(const std::string& engine, const std::vector<std::string>& preload,
+                  const std::optional<Result<std::chrono::milliseconds>>& warm_start) {
+  Check c = NewCheck(kEngineCheck);
+  std::string modules;
+  for (const std::string& m : preload) modules += (modules.empty() ? "" : ",") + m;
+  if (modules.empty()) modules = "nothing";
+  const std::string pool = "pool (sandboxes kept ready with " + modules + " imported)";
+  if (engine == "cold") {
+    c.detail = "cold (MCP_EXEC_ENGINE): every run starts its own interpreter and imports";
+  } else {
+    c.detail = pool + " (MCP_EXEC_ENGINE=" + engine + ")";
+  }
+  if (!warm_start) {
+    c.detail += "; a pool sandbox was not tried (see the checks above)";
+    if (engine != "cold") c.status = Status::kWarn;
+    return c;
+  }
+  if (warm_start->ok()) {
+    c.detail += "; a pool sandbox was ready in " + std::to_string(warm_start->value().count()) +
+                " ms here" + (engine == "cold" ? ": MCP_EXEC_ENGINE=pool makes runs start warm" : "");
+    return c;
+  }
+  c.detail += "; a pool sandbox does not start here: " + warm_start->error().message;
+  if (engine == "cold") return c;
+  c.status = Status::kFail;
+  c.fixes = {"set MCP_EXEC_PRELOAD to modules the rootfs has (`mcp-exec run --code 'import M'` "
+             "shows what fails), or MCP_EXEC_ENGINE=cold"};
+  return c;
+}
+
 std::string FormatBytes(uint64_t bytes) {
   constexpr struct {
     uint64_t size;

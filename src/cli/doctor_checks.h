@@ -4,6 +4,7 @@
 // verdict can be unit-tested without touching the host.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -23,6 +24,7 @@ inline constexpr const char* kLimitsCheck = "cgroup limits";
 inline constexpr const char* kSeccompCheck = "seccomp";
 inline constexpr const char* kRootfsCheck = "rootfs";
 inline constexpr const char* kFiguresCheck = "figures";
+inline constexpr const char* kEngineCheck = "engine";
 
 // kWarn: works, but weaker than it could be. Only kFail makes doctor exit non-zero.
 enum class Status { kOk, kWarn, kFail };
@@ -107,6 +109,13 @@ Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run
 // `captures` is nullopt when no plan compiles (the rootfs check says why): then a WARN, the
 // worst this check can be.
 Check FiguresCheck(const std::string& rootfs, std::optional<bool> captures, int max_px);
+
+// Check 6: the engine `serve` uses (MCP_EXEC_ENGINE), and whether a pool sandbox starts here:
+// `warm_start` is how long one took to be ready with `preload` imported, its error, or nullopt
+// when an earlier check failed and none was tried. A pool that cannot start fails only when
+// it is the configured engine.
+Check EngineCheck(const std::string& engine, const std::vector<std::string>& preload,
+                  const std::optional<Result<std::chrono::milliseconds>>& warm_start);
 
 // "256 MiB", "1 GiB", "1536 KiB", "100 bytes".
 std::string FormatBytes(uint64_t bytes);

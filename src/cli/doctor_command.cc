@@ -123,13 +123,34 @@ Check FiguresCheckFor(const config::Config& config) {
                               config.figure_max_px);
 }
 
+// Check 6: prepares one pool sandbox, as `serve` would with MCP_EXEC_ENGINE=pool.
+Check EngineCheckFor(const config::Config& config,
+                     const Result<std::shared_ptr<limits::LimitsBackend>>& backend,
+                     bool earlier_failed) {
+  if (earlier_failed || !backend.ok()) {
+    return doctor::EngineCheck(config.engine, config.preload, std::nullopt);
+  }
+  auto warm_start = [&]() -> Result<std::chrono::milliseconds> {
+    MCPEXEC_ASSIGN_OR_RETURN(auto plan, exec::PrepareSandboxes(config, *backend));
+    config::Config pool = config;
+    pool.engine = "pool";
+    const auto start = std::chrono::steady_clock::now();
+    MCPEXEC_ASSIGN_OR_RETURN(auto engine,
+                             exec::StartEngine(pool, std::move(plan), exec::EngineUse::kOneShot));
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+  };
+  return doctor::EngineCheck(config.engine, config.preload, warm_start());
+}
+
 }  // namespace
 
 CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& options) {
   CLI::App* doctor = app.add_subcommand(
       "doctor",
       "Check that this host can run sandboxes: user namespaces, the limits backend, "
-      "seccomp, the rootfs and its Python stack, and whether figures are captured");
+      "seccomp, the rootfs and its Python stack, whether figures are captured, and the "
+      "engine");
   AddConfigFlags(doctor, Command::kRun, options.config);
   doctor->footer(
       "Checks the configuration `mcp-exec run` would use (the same flags and MCP_EXEC_* "
@@ -203,6 +224,7 @@ int DoctorCommand(const std::string& default_rootfs, const DoctorOptions& option
   const bool earlier_failed = doctor::ExitStatus(checks) != 0;
   report(RootfsCheckFor(*config, backend, earlier_failed));
   report(FiguresCheckFor(*config));
+  report(EngineCheckFor(*config, backend, doctor::ExitStatus(checks) != 0));
   return doctor::ExitStatus(checks);
 }
 

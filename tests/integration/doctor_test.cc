@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 constexpr const char* kChecks[] = {"user namespaces", "cgroup limits", "seccomp", "rootfs",
-                                   "figures"};
+                                   "figures", "engine"};
 
 // The check lines of the output, in order (fix and continuation lines start with spaces).
 std::vector<std::string> CheckLines(const std::string& out) {
@@ -101,6 +101,8 @@ TEST(DoctorCaller, EveryCheckPassesAndTheStackImports) {
     EXPECT_THAT(Block(r.out, "rootfs"), HasSubstr(std::string(", ") + module + " "));
   }
   EXPECT_THAT(r.out, HasSubstr("OK   figures: captured: "));
+  EXPECT_THAT(Block(r.out, "engine"), StartsWith("OK   engine: cold (MCP_EXEC_ENGINE)"));
+  EXPECT_THAT(Block(r.out, "engine"), HasSubstr("a pool sandbox was ready in "));
   EXPECT_EQ(r.err, "");
 }
 

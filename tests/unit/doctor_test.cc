@@ -370,6 +370,32 @@ TEST(DoctorFigures, NoUsableRootfsIsAWarningNotAFailure) {
   EXPECT_THAT(c.detail, HasSubstr("see the rootfs check"));
 }
 
+TEST(DoctorEngine, ColdSaysWhatPoolWouldGive) {
+  Check c = EngineCheck("cold", {"numpy", "pandas"}, std::chrono::milliseconds(850));
+  EXPECT_EQ(c.status, Status::kOk);
+  EXPECT_THAT(c.detail, AllOf(StartsWith("cold (MCP_EXEC_ENGINE)"), HasSubstr("ready in 850 ms"),
+                              HasSubstr("MCP_EXEC_ENGINE=pool")));
+}
+
+TEST(DoctorEngine, APoolThatCannotStartFailsOnlyWhenItIsTheEngine) {
+  const Result<std::chrono::milliseconds> failed =
+      MakeError(ErrorCode::kInvalidArgument, "import numpyx: ModuleNotFoundError");
+  Check pool = EngineCheck("pool", {"numpyx"}, failed);
+  EXPECT_EQ(pool.status, Status::kFail);
+  EXPECT_THAT(pool.detail, AllOf(HasSubstr("numpyx imported"), HasSubstr("ModuleNotFoundError")));
+  EXPECT_THAT(pool.fixes, ElementsAre(HasSubstr("MCP_EXEC_PRELOAD")));
+  Check cold = EngineCheck("cold", {"numpyx"}, failed);
+  EXPECT_EQ(cold.status, Status::kOk);
+  EXPECT_THAT(cold.detail, HasSubstr("does not start here"));
+}
+
+TEST(DoctorEngine, UntriedPoolWarnsOnlyWhenItIsTheEngine) {
+  EXPECT_EQ(EngineCheck("pool", {}, std::nullopt).status, Status::kWarn);
+  Check cold = EngineCheck("cold", {}, std::nullopt);
+  EXPECT_EQ(cold.status, Status::kOk);
+  EXPECT_THAT(cold.detail, HasSubstr("not tried"));
+}
+
 TEST(DoctorFormatBytes, BinaryUnits) {
   EXPECT_EQ(FormatBytes(256ull << 20), "256 MiB");
   EXPECT_EQ(FormatBytes(1ull << 30), "1 GiB");
