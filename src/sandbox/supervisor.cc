@@ -308,8 +308,10 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   MCPEXEC_RETURN_IF_ERROR(
       WriteInputFiles(workspace_.Get(), program.files, spec.outside_uid, spec.outside_gid));
   const char go = kAgentGo;
-  if (send(start_.Get(), &go, 1, MSG_NOSIGNAL) != 1) {
-    return Errno(ErrorCode::kUnavailable, "start the program (the sandbox is gone)");
+  // A sandbox killed from outside has no reader left (EPIPE): the loop below sees init gone and
+  // says so.
+  if (send(start_.Get(), &go, 1, MSG_NOSIGNAL) != 1 && errno != EPIPE && errno != ECONNRESET) {
+    return Errno(ErrorCode::kInternal, "send(start socket)");
   }
   start_.Reset();
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "../support/sandbox_runner.h"
 #include "config/config.h"
@@ -89,6 +90,70 @@ TEST_F(SandboxLibraryTest, RunIsRefusedTheSecondTime) {
   auto second = box->Run(sandbox::Program{"print(2)", ""}, sandbox::RunLimits{});
   ASSERT_FALSE(second.ok());
   EXPECT_THAT(second.error().message, HasSubstr("already run"));
+}
+
+// The pool engine's sandboxes, through the same library calls.
+class WarmSandboxTest : public SandboxLibraryTest {
+ protected:
+  std::shared_ptr<const sandbox::LaunchPlan> WarmPlan(std::vector<std::string> preload) {
+    sandbox::SandboxSpec spec = plan_->Spec();
+    spec.warm = true;
+    spec.preload = std::move(preload);
+    auto warm = sandbox::Compile(spec, plan_->LimitsBackend());
+    EXPECT_TRUE(warm.ok()) << warm.error().message;
+    return warm.ok() ? *warm : nullptr;
+  }
+};
+
+TEST_F(WarmSandboxTest, TheProgramRunsInTheInterpreterThatImportedThePreloads) {
+  auto box = sandbox::Sandbox::Create(WarmPlan({"json", "decimal"}));
+  ASSERT_TRUE(box.ok()) << box.error().message;
+  EXPECT_TRUE(box->Waiting());
+  auto result = box->Run(
+      sandbox::Program{"import sys\nprint('decimal' in sys.modules, sys.argv, __name__)", ""},
+      sandbox::RunLimits{});
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(result->stdout_data, "True ['/tmp/main.py'] __main__\n");
+  EXPECT_EQ(result->exit_code, 0);
+  EXPECT_FALSE(box->Waiting());
+}
+
+TEST_F(WarmSandboxTest, APreloadThatDoesNotImportIsAnErrorAtCreate) {
+  auto box = sandbox::Sandbox::Create(WarmPlan({"json", "no_such_module_here"}));
+  ASSERT_FALSE(box.ok());
+  EXPECT_THAT(box.error().message,
+              HasSubstr("import no_such_module_here: ModuleNotFoundError: No module named "
+                        "'no_such_module_here'"));
+  EXPECT_THAT(box.error().message, HasSubstr("MCP_EXEC_PRELOAD"));
+}
+
+TEST_F(WarmSandboxTest, ASandboxThatEndedWhileItWaitedIsNotRun) {
+  auto box = sandbox::Sandbox::Create(WarmPlan({}));
+  ASSERT_TRUE(box.ok()) << box.error().message;
+  ASSERT_EQ(kill(box->InitPid(), SIGKILL), 0);
+  for (int i = 0; i < 100 && box->Waiting(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(box->Waiting());
+  auto result = box->Run(sandbox::Program{"print(1)", ""}, sandbox::RunLimits{});
+  ASSERT_FALSE(result.ok()) << "exit_code " << result->exit_code;
+  EXPECT_THAT(result.error().message, HasSubstr("ended while it waited"));
+}
+
+TEST_F(WarmSandboxTest, APoolWithNothingReadyRunsCold) {
+  config::Config config = config::Defaults(HostSetup::Get().Rootfs());
+  config.engine = "pool";
+  config.preload = {"decimal"};
+  auto engine = exec::StartEngine(config, plan_, exec::EngineUse::kOneShot);
+  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  const sandbox::Program program{"import sys\nprint('decimal' in sys.modules)", ""};
+  auto warm = (*engine)->Run(program, sandbox::RunLimits{}, {});
+  ASSERT_TRUE(warm.ok()) << warm.error().message;
+  EXPECT_EQ(warm->stdout_data, "True\n") << "the one prepared sandbox";
+  // A one-shot pool makes no more: the next run must not wait for one.
+  auto cold = (*engine)->Run(program, sandbox::RunLimits{}, {});
+  ASSERT_TRUE(cold.ok()) << cold.error().message;
+  EXPECT_EQ(cold->stdout_data, "False\n") << "a cold run";
 }
 
 }  // namespace
