@@ -1,0 +1,1 @@
+print("the program ran to its end")

@@ -1,0 +1,5 @@
+import sys
+
+print("before sys.exit(0)")
+sys.exit(0)
+print("never printed")

@@ -1,0 +1,22 @@
+import os
+import sys
+
+print("__name__:", __name__)
+print("__file__:", __file__)
+print("__doc__:", __doc__)
+print("__package__:", __package__)
+print("__spec__:", __spec__)
+print("__cached__:", __cached__)
+print("__loader__:", type(__loader__).__module__, type(__loader__).__name__)
+print("__loader__.name:", __loader__.name, "path:", __loader__.path)
+print("__builtins__:", type(__builtins__).__name__, __builtins__ is sys.modules["builtins"])
+print("__annotations__:", __annotations__)
+print("argv:", sys.argv)
+print("path[0]:", sys.path[0])
+print("path:", sys.path)
+print("cwd:", os.getcwd())
+print("pid:", os.getpid(), "ppid:", os.getppid())
+print("pgid == pid:", os.getpgid(0) == os.getpid(), "sid:", os.getsid(0))
+print("uid:", os.getuid(), os.geteuid(), "gid:", os.getgid(), os.getegid(), os.getgroups())
+print("umask:", oct(os.umask(0o022)))
+print("main module is this file:", sys.modules["__main__"].__file__ == __file__)

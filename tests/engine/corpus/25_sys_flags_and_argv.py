@@ -1,0 +1,23 @@
+import sys
+
+print("flags:", sys.flags)
+print("orig_argv:", sys.orig_argv)
+print("argv:", sys.argv)
+print("executable:", sys.executable)
+print("warnoptions:", sys.warnoptions)
+print("_xoptions:", sys._xoptions)
+print("prefix:", sys.prefix, sys.base_prefix, sys.exec_prefix)
+print("dont_write_bytecode:", sys.dont_write_bytecode)
+print("recursion limit:", sys.getrecursionlimit())
+print("switch interval:", sys.getswitchinterval())
+print("int max str digits:", sys.get_int_max_str_digits())
+print("default encoding:", sys.getdefaultencoding(), sys.getfilesystemencoding())
+print("ps1 set:", hasattr(sys, "ps1"), "interactive hook:", hasattr(sys, "__interactivehook__"))
+print("profile:", sys.getprofile(), "trace:", sys.gettrace())
+print("displayhook:", sys.displayhook is sys.__displayhook__)
+print("excepthook:", sys.excepthook is sys.__excepthook__)
+print("unraisablehook:", sys.unraisablehook is sys.__unraisablehook__)
+print("breakpointhook:", sys.breakpointhook is sys.__breakpointhook__)
+print("meta_path:", [type(f).__name__ if not isinstance(f, type) else f.__name__
+                     for f in sys.meta_path])
+print("path_hooks:", len(sys.path_hooks))

@@ -1,0 +1,5 @@
+import sys
+
+print(len(sys.modules))
+print(sorted(sys.modules))
+print("numpy" in sys.modules, "pandas" in sys.modules, "matplotlib" in sys.modules)
