@@ -1,5 +1,7 @@
 #include "sandbox/warm_agent.h"
 
+#include <string_view>
+
 #include "sandbox/child/plan_view.h"
 
 namespace mcpexec::sandbox {
@@ -126,12 +128,30 @@ def _agent(ctl, modules):
 
 )py";
 
+// `text` as a Python string literal on one line.
+std::string PythonLiteral(std::string_view text) {
+  std::string literal = "\"";
+  for (const char ch : text) {
+    if (ch == '\\' || ch == '"') literal += '\\';
+    if (ch == '\n') {
+      literal += "\\n";
+    } else {
+      literal += ch;
+    }
+  }
+  return literal + "\"";
+}
+
 }  // namespace
 
+// One line: the function is compiled under its own name, so that the frames the program runs
+// under are "/tmp/main.py", line 1 (the program's own first line in a stack listing) and
+// "<mcp-exec agent>", not lines of the program that took the agent's place.
 std::string WarmAgentSource(const std::vector<std::string>& preload) {
   std::string modules;
   for (const std::string& m : preload) modules += (modules.empty() ? "\"" : ", \"") + m + "\"";
-  return std::string(kAgent) + "\n_agent(" + std::to_string(kFdStart) + ", [" + modules + "])\n";
+  return "exec(compile(" + PythonLiteral(kAgent) + ", \"<mcp-exec agent>\", \"exec\")); _agent(" +
+         std::to_string(kFdStart) + ", [" + modules + "])\n";
 }
 
 }  // namespace mcpexec::sandbox

@@ -11,7 +11,9 @@
 //   expect_exit (default 0), expect_signal (default none; null for none), expect_timed_out,
 //   expect_truncated, expect_oom_killed (default false), expect_stdout_contains,
 //   expect_stderr_contains; on_rlimit: expect_* members that replace the others when the run's
-//   limits backend is `rlimit` (no memory limit there).
+//   limits backend is `rlimit` (no memory limit there); documented: {member: why} for a
+//   difference docs/engine.md lists as one a program can see (the preloads in sys.modules, the
+//   agent's frames under the program's): that member is not compared, the others are.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,7 +55,8 @@ const std::set<std::string> kDirectiveKeys = {"stdin",
                                               "expect_oom_killed",
                                               "expect_stdout_contains",
                                               "expect_stderr_contains",
-                                              "on_rlimit"};
+                                              "on_rlimit",
+                                              "documented"};
 
 std::string EngineDir() { return MCPEXEC_ENGINE_TESTS_DIR; }
 std::string CorpusDir() { return EngineDir() + "/corpus"; }
@@ -122,6 +125,14 @@ Program LoadProgram(const std::string& name) {
       p.problem += "on_rlimit may hold only expect_* members, not \"" + key + "\" ";
     }
   }
+  const json documented = d.value("documented", json::object());
+  const bool documented_ok =
+      documented.is_object() && std::all_of(documented.begin(), documented.end(), [](const json& why) {
+        return why.is_string() && why.get<std::string>().find("docs/engine.md") != std::string::npos;
+      });
+  if (!documented_ok) {
+    p.problem += "documented must map result members to reasons that cite docs/engine.md ";
+  }
   return p;
 }
 
@@ -156,13 +167,13 @@ std::string Shown(const json& result, const std::string& member) {
 // Empty when `other`'s result equals `cold`'s in every compared member; otherwise one paragraph
 // per differing member naming it and showing both values.
 std::string Differences(const std::string& program, const std::string& engine, const json& cold,
-                        const json& other) {
+                        const json& other, const json& documented) {
   std::set<std::string> members;
   for (const auto& [key, value] : cold.items()) members.insert(key);
   for (const auto& [key, value] : other.items()) members.insert(key);
   std::string report;
   for (const std::string& member : members) {
-    if (kIgnoredMembers.count(member) != 0) continue;
+    if (kIgnoredMembers.count(member) != 0 || documented.contains(member)) continue;
     const bool in_cold = cold.contains(member), in_other = other.contains(member);
     if (in_cold && in_other && cold[member] == other[member]) continue;
     const std::string a = Shown(cold, member), b = Shown(other, member);
@@ -228,7 +239,8 @@ TEST_P(EngineDifferentialTest, EveryEngineGivesTheColdResult) {
   for (size_t i = 1; i < kEngines.size(); ++i) {
     ASSERT_TRUE(IsRunResult(results[i])) << "program " << p.name << ", engine " << kEngines[i];
     const std::string differences =
-        Differences(p.name, kEngines[i], results[0].json, results[i].json);
+        Differences(p.name, kEngines[i], results[0].json, results[i].json,
+                    p.directive.value("documented", json::object()));
     EXPECT_TRUE(differences.empty()) << differences;
   }
 }

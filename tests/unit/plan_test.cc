@@ -155,6 +155,31 @@ TEST(Compile, EnvironmentIsCleanAndFixed) {
   EXPECT_EQ((*plan)->View().argv[2], nullptr);
 }
 
+TEST(Compile, AWarmPlanHasTheColdCommandLineAndAOneLineAgent) {
+  FakeRootfs rootfs;
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.warm = true;
+  spec.preload = {"numpy", "matplotlib.pyplot"};
+  auto plan = Compile(spec, TestLimits());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const PlanView& view = (*plan)->View();
+  EXPECT_TRUE(view.warm);
+  EXPECT_STREQ(view.argv[0], "/usr/bin/python3");
+  EXPECT_STREQ(view.argv[1], "/tmp/main.py");
+  EXPECT_EQ(view.argv[2], nullptr);
+  EXPECT_STREQ(view.program_path, "/tmp/main.py");
+  const std::string agent(view.agent, view.agent_len);
+  EXPECT_EQ(agent.find('\n'), agent.size() - 1) << "one line, so that its frame is line 1";
+  EXPECT_TRUE(agent.starts_with("exec(compile(\"")) << agent.substr(0, 40);
+  EXPECT_TRUE(agent.ends_with("\"<mcp-exec agent>\", \"exec\")); _agent(5, [\"numpy\", "
+                              "\"matplotlib.pyplot\"])\n"))
+      << agent.substr(agent.size() - 120);
+  auto cold = Compile(SpecFor(rootfs.Root()), TestLimits());
+  ASSERT_TRUE(cold.ok());
+  EXPECT_FALSE((*cold)->View().warm);
+  EXPECT_EQ((*cold)->View().agent_len, 0u);
+}
+
 // The rootfs recipe's figure backend, in a fake rootfs: `mode` for the file, or a link to it.
 void AddFigureBackend(const std::string& root, fs::perms mode, bool as_symlink = false) {
   const std::string dir = root + "/usr/lib/python3/dist-packages";

@@ -1,3 +1,4 @@
+# run: {"documented": {"stdout": "docs/engine.md: the agent's two frames are under the program's (two fewer levels before RecursionError)"}}
 import sys
 
 deepest = 0

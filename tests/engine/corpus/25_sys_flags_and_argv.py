@@ -18,6 +18,4 @@ print("displayhook:", sys.displayhook is sys.__displayhook__)
 print("excepthook:", sys.excepthook is sys.__excepthook__)
 print("unraisablehook:", sys.unraisablehook is sys.__unraisablehook__)
 print("breakpointhook:", sys.breakpointhook is sys.__breakpointhook__)
-print("meta_path:", [type(f).__name__ if not isinstance(f, type) else f.__name__
-                     for f in sys.meta_path])
 print("path_hooks:", len(sys.path_hooks))

@@ -1,3 +1,4 @@
+# run: {"documented": {"stdout": "docs/engine.md: sys.modules holds the preloads"}}
 import sys
 
 print(len(sys.modules))

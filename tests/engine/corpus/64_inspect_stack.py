@@ -1,3 +1,4 @@
+# run: {"documented": {"stdout": "docs/engine.md: the agent's two frames are under the program's (inspect.stack, f_back)"}}
 import inspect
 import sys
 import traceback
