@@ -13,6 +13,8 @@
 // Environment:
 //   MCP_EXEC_BIN           the binary (default: ../../../build/mcp-exec from this file)
 //   MCP_EXEC_TEST_ROOTFS   passed to the server as MCP_EXEC_ROOTFS when set
+//   MCP_EXEC_ENGINE, MCP_EXEC_POOL_SIZE, MCP_EXEC_PRELOAD
+//                          passed to every server: the engine the suite runs in (default cold)
 //   MCP_EXEC_TEST_VERBOSE  set to 1 to copy the servers' stderr (their logs) to ours
 import { spawn } from 'node:child_process';
 import { existsSync, accessSync, constants as fsConstants } from 'node:fs';
@@ -43,12 +45,16 @@ export function assertBinary() {
   accessSync(BIN, fsConstants.X_OK);
 }
 
+// The engine the suite runs every server in (tests/meson.build: interop-pool), with its settings.
+const ENGINE_SETTINGS = new Set(['MCP_EXEC_ENGINE', 'MCP_EXEC_POOL_SIZE', 'MCP_EXEC_PRELOAD']);
+
 // The environment every server gets: the caller's (PATH, HOME, ...) minus MCP_EXEC_* settings
-// that would change behaviour under test, plus the rootfs and the case's own settings.
+// that would change behaviour under test (the engine's are kept), plus the rootfs and the case's
+// own settings.
 export function serverEnv(extra = {}) {
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('MCP_EXEC_')) continue;
+    if (k.startsWith('MCP_EXEC_') && !ENGINE_SETTINGS.has(k)) continue;
     env[k] = v;
   }
   if (process.env.MCP_EXEC_TEST_ROOTFS) env.MCP_EXEC_ROOTFS = process.env.MCP_EXEC_TEST_ROOTFS;
