@@ -253,7 +253,8 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
                {"timed_out", result->timed_out},
                {"cancelled", result->cancelled},
                {"oom_killed", result->oom_killed},
-               {"limits_backend", result->limits_backend}});
+               {"limits_backend", result->limits_backend},
+               {"warm", result->warm}});
   if (result->signal) meta["signal"] = sandbox::SignalName(*result->signal);
   log::Info("exec", meta);
   if (result->cancelled) return mcp::ToolError("cancelled");

@@ -65,6 +65,9 @@ struct RunResult {
   std::optional<uint64_t> cpu_time_ms;
 
   OutputCollection outputs;  // /tmp/outputs as the run left it
+  // It ran in a pool sandbox, whose interpreter had its preloads imported (logged, not
+  // returned: a program cannot tell, and neither does its caller).
+  bool warm = false;
 };
 
 // Fills exit_code and signal from a wait(2) status.

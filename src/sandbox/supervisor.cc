@@ -328,6 +328,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   }
   workspace_.Reset();
   result.limits_backend = limits::BackendName(plan->Limits().Kind());
+  result.warm = plan->View().warm;
   if (cgroup_) {
     MCPEXEC_ASSIGN_OR_RETURN(limits::Usage usage, cgroup_->Finish());
     cgroup_.reset();
