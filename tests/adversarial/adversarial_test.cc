@@ -2,8 +2,7 @@
 
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include "../support/host_files.h"
 
 namespace mcpexec::testing {
 namespace {
@@ -11,15 +10,6 @@ namespace {
 using nlohmann::json;
 
 constexpr gid_t kDefaultRootHostGid = 65532;
-
-bool ReadWhole(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return true;
-}
 
 std::vector<std::string> ProbeArgs(const std::string& name, const json& params,
                                    const std::vector<std::string>& extra_args) {

@@ -27,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../support/host_files.h"
 #include "../support/sandbox_test.h"
 
 namespace mcpexec::testing {
@@ -60,15 +61,6 @@ const std::set<std::string> kDirectiveKeys = {"stdin",
 
 std::string EngineDir() { return MCPEXEC_ENGINE_TESTS_DIR; }
 std::string CorpusDir() { return EngineDir() + "/corpus"; }
-
-bool ReadWhole(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return true;
-}
 
 // The corpus's programs by name (file name without ".py"), sorted. Empty when the directory
 // cannot be read; EngineDifferentialCorpusTest says so.

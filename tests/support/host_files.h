@@ -16,12 +16,20 @@ inline void WriteFile(const std::string& path, const std::string& content) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-// "" when the file cannot be read.
-inline std::string ReadFile(const std::string& path) {
+// The whole file into `*out`; false when it cannot be opened.
+inline bool ReadWhole(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
   std::ostringstream text;
   text << in.rdbuf();
-  return text.str();
+  *out = text.str();
+  return true;
+}
+
+// "" when the file cannot be read.
+inline std::string ReadFile(const std::string& path) {
+  std::string text;
+  return ReadWhole(path, &text) ? text : std::string();
 }
 
 // Lower-case hex, two digits a byte.

@@ -154,6 +154,34 @@ def identity():
     observe("program has a caller frame", _HAS_CALLER)
 
 
+def connect_unix(address):
+    """Connects a stream socket to the unix `address` (abstract when it starts with NUL): "ok"
+    or the errno name."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(address)
+        return "ok"
+    except OSError as e:
+        return errname(e.errno)
+    finally:
+        s.close()
+
+
+def kill_everything():
+    """kill(-1, SIGKILL) with a sleeping child of our own, which shows that the signal went out:
+    records the call's result and the child's end."""
+    import signal, time
+    child = os.fork()
+    if child == 0:
+        time.sleep(30)
+        os._exit(0)
+    observe("kill(-1, SIGKILL)", attempt(os.kill, -1, signal.SIGKILL))
+    status = os.waitpid(child, 0)[1]
+    observe("own child",
+            signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "survived")
+
+
 def status_fields(*names):
     fields = {}
     for line in open("/proc/self/status"):

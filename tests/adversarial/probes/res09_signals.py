@@ -22,13 +22,7 @@ for p in answering:
 if any(result != "ESRCH" for result in visible.values()):
     observe("kill(-1, SIGKILL)", "not attempted: host processes are visible")
 else:
-    child = os.fork()
-    if child == 0:
-        time.sleep(30)
-        os._exit(0)
-    observe("kill(-1, SIGKILL)", attempt(os.kill, -1, signal.SIGKILL))
-    status = os.waitpid(child, 0)[1]
-    observe("own child", signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "survived")
+    kill_everything()
     observe("kill(1, SIGKILL)", attempt(os.kill, 1, signal.SIGKILL))
     time.sleep(0.1)
     observe("init alive", attempt(os.kill, 1, 0))

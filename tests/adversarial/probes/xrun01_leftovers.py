@@ -9,7 +9,6 @@
 # mcp-exec: every run has its own sandbox, used once: a fresh interpreter, environment, tmpfs
 # /tmp and /dev/shm, IPC and network namespaces; the PID namespace dies with the run's init.
 import builtins
-import socket
 import time
 import types
 
@@ -25,17 +24,6 @@ modules = ["os", "json", "numpy"]
 IPC_CREAT = 0o1000
 libc.getenv.restype = ctypes.c_char_p
 libc.shmget.restype = ctypes.c_int
-
-
-def connect(name):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect(name)
-        return "ok"
-    except OSError as e:
-        return errname(e.errno)
-    finally:
-        s.close()
 
 
 def marked():
@@ -76,9 +64,9 @@ def leave():
     observe("shmget key", shmget(PARAMS["shm_key"], IPC_CREAT | 0o600))
     start_daemon()
     deadline = time.time() + 5
-    while connect(socket_name) != "ok" and time.time() < deadline:
+    while connect_unix(socket_name) != "ok" and time.time() < deadline:
         time.sleep(0.02)
-    observe("connect to the daemon's socket", connect(socket_name))
+    observe("connect to the daemon's socket", connect_unix(socket_name))
     observe("daemons running", len(marked()))
     observe("pid", os.getpid())
     identity()
@@ -143,7 +131,7 @@ def look():
     if observe("shmget key", shmget(PARAMS["shm_key"], 0)) == "ok":
         escaped("the previous run's SysV segment")
     observe("/proc/sysvipc/shm rows", len(open("/proc/sysvipc/shm").readlines()) - 1)
-    if observe("connect to the daemon's socket", connect(socket_name)) == "ok":
+    if observe("connect to the daemon's socket", connect_unix(socket_name)) == "ok":
         escaped("the previous run's daemon answers on its socket")
     observe("/proc/net/unix rows", len(open("/proc/net/unix").readlines()) - 1)
     if observe("daemons running", len(marked())):

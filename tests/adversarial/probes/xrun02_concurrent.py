@@ -21,17 +21,6 @@ def name(run):
     return "\0mcp-exec-xrun-%s-%s" % (token, run)
 
 
-def connect(address):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect(address)
-        return "ok"
-    except OSError as e:
-        return errname(e.errno)
-    finally:
-        s.close()
-
-
 def shmget(key, flags):
     ctypes.set_errno(0)
     ret = libc.shmget(ctypes.c_int(key), ctypes.c_size_t(4096), ctypes.c_int(flags))
@@ -54,8 +43,8 @@ time.sleep(PARAMS["window"])
 observe("looked from", now())
 identity()
 own = observe("pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
-observe("connect own socket", connect(name(me)))
-if observe("connect other's socket", connect(name(other))) != "ECONNREFUSED":
+observe("connect own socket", connect_unix(name(me)))
+if observe("connect other's socket", connect_unix(name(other))) != "ECONNREFUSED":
     escaped("reached the other run's abstract socket")
 for top in ("/tmp", "/dev/shm"):
     path = "%s/xrun-%s-%s" % (top, token, other)
@@ -82,6 +71,6 @@ if set(killed) - {"ESRCH"}:
 observe("pids after", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
 observe("looked until", now())
 time.sleep(PARAMS["window"])
-observe("connect own socket at the end", connect(name(me)))
+observe("connect own socket at the end", connect_unix(name(me)))
 observe("down at", now())
 report()
