@@ -41,6 +41,8 @@ class Cgroup1Run final : public RunCgroup {
     return {};
   }
 
+  Result<void> Move(pid_t pid) override { return Attach(pid); }
+
   Result<void> ExcludeCurrentUsage() override {
     MCPEXEC_ASSIGN_OR_RETURN(const uint64_t memory,
                              ReadCgroupNumber(dirs_.memory, "memory.usage_in_bytes"));

@@ -30,6 +30,9 @@ class Cgroup2Run final : public RunCgroup {
 
   int CloneIntoFd() const override { return fd_.Get(); }
   Result<void> Attach(pid_t) override { return {}; }
+  Result<void> Move(pid_t pid) override {
+    return WriteCgroupFile(dir_, "cgroup.procs", std::to_string(pid));
+  }
 
   Result<void> ExcludeCurrentUsage() override {
     MCPEXEC_ASSIGN_OR_RETURN(const uint64_t memory, ReadCgroupNumber(dir_, "memory.current"));

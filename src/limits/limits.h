@@ -60,6 +60,9 @@ class RunCgroup {
   virtual int CloneIntoFd() const = 0;
   // Moves `pid` in; called before the child runs any of its own code.
   virtual Result<void> Attach(pid_t pid) = 0;
+  // Moves in a running process that has no code of the run in it yet: a zygote's fork, which
+  // makes the run's processes once it is in (zygote.h).
+  virtual Result<void> Move(pid_t pid) = 0;
   // A warm start: raises the memory limit by what the run holds now, and the pids limit by its
   // tasks past init and the interpreter, so that the preloads the interpreter imported do not
   // count against the program, and takes what it holds out of the accounting Finish() reads.

@@ -141,8 +141,11 @@ MountOp Optional(MountOp op) {
   return op;
 }
 
-void AddProcOps(const std::string& proc, std::vector<MountOp>& ops) {
-  ops.push_back(Mount("proc", proc, "proc", kProcFlags, "", "mount a fresh /proc"));
+MountOp ProcMount(const std::string& proc) {
+  return Mount("proc", proc, "proc", kProcFlags, "", "mount a fresh /proc");
+}
+
+void AddProcMaskOps(const std::string& proc, std::vector<MountOp>& ops) {
   for (const char* f : kMaskedProcFiles) {
     ops.push_back(Optional(Mount("/dev/null", proc + "/" + f, "", MS_BIND, "",
                                  std::string("mask /proc/") + f)));
@@ -159,6 +162,13 @@ void AddProcOps(const std::string& proc, std::vector<MountOp>& ops) {
   }
 }
 
+MountOp ShmMount(const std::string& shm, uint64_t shm_bytes) {
+  return Mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+               "mode=1777,size=" + std::to_string(shm_bytes) +
+                   ",nr_inodes=" + std::to_string(TmpfsInodes(shm_bytes)),
+               "mount the /dev/shm tmpfs");
+}
+
 void AddDevOps(const std::string& dev, uint64_t shm_bytes, std::vector<MountOp>& ops) {
   constexpr unsigned long kDevFlags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
   ops.push_back(Mount("tmpfs", dev, "tmpfs", kDevFlags, "mode=0755,size=64k", "mount /dev"));
@@ -173,14 +183,13 @@ void AddDevOps(const std::string& dev, uint64_t shm_bytes, std::vector<MountOp>&
                          std::string("link /dev/") + name));
   }
   ops.push_back(Simple(MountOpKind::kMkdir, "", dev + "/shm", 01777, "create /dev/shm"));
-  ops.push_back(Mount("tmpfs", dev + "/shm", "tmpfs", kDevFlags,
-                      "mode=1777,size=" + std::to_string(shm_bytes) +
-                          ",nr_inodes=" + std::to_string(TmpfsInodes(shm_bytes)),
-                      "mount the /dev/shm tmpfs"));
+  ops.push_back(ShmMount(dev + "/shm", shm_bytes));
   ops.push_back(Mount("", dev, "", kRoRemount | kDevFlags, "", "make /dev read-only"));
 }
 
-Result<void> AddHomeSkeletonOps(const std::string& root, std::vector<MountOp>& ops) {
+// Copies from `from` + kHomeSkeleton (the rootfs as the copier sees it) into `workspace`.
+Result<void> AddHomeSkeletonOps(const std::string& root, const std::string& from,
+                                const std::string& workspace, std::vector<MountOp>& ops) {
   namespace fs = std::filesystem;
   const fs::path skeleton = root + kHomeSkeleton;
   std::error_code ec;
@@ -190,13 +199,14 @@ Result<void> AddHomeSkeletonOps(const std::string& root, std::vector<MountOp>& o
   for (auto it = fs::recursive_directory_iterator(skeleton, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string rel = it->path().lexically_relative(skeleton).string();
-    const std::string target = root + kWorkspaceDir + "/" + rel;
+    const std::string target = workspace + "/" + rel;
     const std::string what = "copy " + std::string(kHomeSkeleton) + "/" + rel + " into HOME";
     if (it->is_directory(ec)) {
       ops.push_back(Simple(MountOpKind::kMkdir, "", target, 0755, what));
     } else if (it->is_regular_file(ec) && !it->is_symlink(ec)) {
       bytes += it->file_size(ec);
-      ops.push_back(Simple(MountOpKind::kCopyFile, it->path().string(), target, 0644, what));
+      ops.push_back(Simple(MountOpKind::kCopyFile, from + kHomeSkeleton + "/" + rel, target, 0644,
+                           what));
     } else {
       continue;
     }
@@ -212,6 +222,24 @@ Result<void> AddHomeSkeletonOps(const std::string& root, std::vector<MountOp>& o
   return Ok();
 }
 
+// The workspace tmpfs on `tmp`, HOME's skeleton and /tmp/outputs: every sandbox's, made before
+// the pivot by a cold init (`from` the host path of the rootfs), after it by a zygote's run.
+Result<void> AddWorkspaceOps(const SandboxSpec& spec, const std::string& root,
+                             const std::string& from, const std::string& tmp,
+                             std::vector<MountOp>& ops) {
+  ops.push_back(Mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "mode=0755,size=" + std::to_string(spec.workspace_bytes) +
+                          ",nr_inodes=" + std::to_string(TmpfsInodes(spec.workspace_bytes)) +
+                          ",uid=" + std::to_string(spec.inside_uid) +
+                          ",gid=" + std::to_string(spec.inside_gid),
+                      "mount the workspace tmpfs on /tmp"));
+  MCPEXEC_RETURN_IF_ERROR(AddHomeSkeletonOps(root, from, tmp, ops));
+  // Created by init as the sandbox's user, so the program may write, replace or remove it.
+  ops.push_back(Simple(MountOpKind::kMkdir, "", tmp + "/" + kOutputsDir, 0755,
+                       "create /tmp/" + std::string(kOutputsDir)));
+  return Ok();
+}
+
 Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::string& root,
                                            unsigned long rootfs_locked) {
   std::vector<MountOp> ops;
@@ -220,19 +248,25 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
   ops.push_back(Mount(root, root, "", MS_BIND, "", "bind the rootfs"));
   ops.push_back(Mount("", root, "", kRoRemount | MS_NOSUID | MS_NODEV | rootfs_locked, "",
                       "make the rootfs read-only, nosuid, nodev"));
-  AddProcOps(root + "/proc", ops);
+  ops.push_back(ProcMount(root + "/proc"));
+  // A zygote's runs mount their own /proc from a nested user namespace, which the kernel allows
+  // only where a /proc is fully visible: the zygote's has no masks, and runs no program.
+  if (!spec.zygote) AddProcMaskOps(root + "/proc", ops);
   AddDevOps(root + "/dev", spec.shm_bytes, ops);
-  ops.push_back(Mount("tmpfs", root + kWorkspaceDir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                      "mode=0755,size=" + std::to_string(spec.workspace_bytes) +
-                          ",nr_inodes=" + std::to_string(TmpfsInodes(spec.workspace_bytes)) +
-                          ",uid=" + std::to_string(spec.inside_uid) +
-                          ",gid=" + std::to_string(spec.inside_gid),
-                      "mount the workspace tmpfs on /tmp"));
-  MCPEXEC_RETURN_IF_ERROR(AddHomeSkeletonOps(root, ops));
-  // Created by init as the sandbox's user, so the program may write, replace or remove it.
-  ops.push_back(Simple(MountOpKind::kMkdir, "", root + kWorkspaceDir + "/" + kOutputsDir, 0755,
-                       "create /tmp/" + std::string(kOutputsDir)));
+  MCPEXEC_RETURN_IF_ERROR(AddWorkspaceOps(spec, root, root, root + kWorkspaceDir, ops));
   ops.push_back(Simple(MountOpKind::kPivotRoot, "", root, 0, "pivot_root into the rootfs"));
+  return ops;
+}
+
+// What a zygote's run mounts itself, inside the rootfs, once it has its own user, mount and pid
+// namespaces: a cold sandbox's /proc, /dev/shm and workspace.
+Result<std::vector<MountOp>> BuildZygoteRunMountOps(const SandboxSpec& spec,
+                                                    const std::string& root) {
+  std::vector<MountOp> ops;
+  ops.push_back(ProcMount("/proc"));
+  AddProcMaskOps("/proc", ops);
+  ops.push_back(ShmMount("/dev/shm", spec.shm_bytes));
+  MCPEXEC_RETURN_IF_ERROR(AddWorkspaceOps(spec, root, "", kWorkspaceDir, ops));
   return ops;
 }
 
@@ -310,6 +344,14 @@ void LaunchPlan::BuildView() {
   view_.rlimits = rlimits_.data();
   view_.rlimit_count = rlimits_.size();
   view_.seccomp = seccomp_ ? seccomp_->Program() : nullptr;
+  // A zygote's interpreter runs no program: like an init, it has neither the program's filter,
+  // which denies the namespaces and mounts it makes for each run, nor the program's rlimits,
+  // whose per-user counts (processes, pending signals) its runs' namespaces would inherit as a
+  // bound on all of them together. Each run applies both to its program (ZygoteRunSetup).
+  if (spec_.zygote) {
+    view_.seccomp = nullptr;
+    view_.rlimit_count = 0;
+  }
   view_.supervisor_args = supervisor_args_;
   view_.supervisor_args_len = supervisor_args_len_;
   view_.exec_path = exec_path_.c_str();
@@ -342,7 +384,11 @@ std::string LaunchPlan::Describe() const {
   out << "\n";
   out << "exec";
   for (const auto& a : argv_) out << " " << a;
-  if (spec_.warm) out << " (the agent, then the program)";
+  if (spec_.zygote) {
+    out << " (the zygote's agent, which forks each run: its rlimits and seccomp apply there)";
+  } else if (spec_.warm) {
+    out << " (the agent, then the program)";
+  }
   out << "\nenv";
   for (const auto& e : env_) out << " " << e;
   out << "\n";
@@ -401,7 +447,6 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   plan->workdir_ = kWorkspaceDir;
   plan->exec_path_ = exec_path;
   plan->argv_ = {exec_path, kProgramPath};
-  if (spec.warm) plan->agent_ = WarmAgentSource(spec.preload);
   plan->captures_figures_ = HasFigureBackend(root);
   plan->env_ = ProgramEnv(spec, plan->captures_figures_);
   // Every run: no file larger than the workspace, and the fixed limits of kProgramRlimits.
@@ -423,6 +468,24 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   if (spec.seccomp_profile != kSeccompUnconfined) {
     MCPEXEC_ASSIGN_OR_RETURN(SeccompFilter filter, FilterForProfile(spec.seccomp_profile));
     plan->seccomp_.emplace(std::move(filter));
+  }
+  if (spec.zygote) {
+    if (!spec.warm) return MakeError(ErrorCode::kInvalidArgument, "a zygote plan must be warm");
+    ZygoteRunSetup setup;
+    MCPEXEC_ASSIGN_OR_RETURN(setup.mounts, BuildZygoteRunMountOps(spec, root));
+    // The run's own user namespace maps its ids to the same ids of the zygote's.
+    setup.uid_map = std::to_string(spec.inside_uid) + " " + std::to_string(spec.inside_uid) + " 1\n";
+    setup.gid_map = std::to_string(spec.inside_gid) + " " + std::to_string(spec.inside_gid) + " 1\n";
+    setup.hostname = spec.hostname;
+    // A cold init is a clone of this process, and shows its name.
+    auto comm = ReadFile("/proc/self/comm");
+    setup.init_name = comm.ok() ? comm->substr(0, comm->find('\n')) : "mcp-exec";
+    setup.last_cap = static_cast<int>(cap_max_bits()) - 1;
+    setup.rlimits = plan->rlimits_;
+    if (plan->seccomp_) setup.seccomp = plan->seccomp_->Instructions();
+    plan->agent_ = ZygoteAgentSource(spec.preload, setup);
+  } else if (spec.warm) {
+    plan->agent_ = WarmAgentSource(spec.preload);
   }
   plan->empty_caps_ = cap_init();
   if (plan->empty_caps_ == nullptr) return Errno(ErrorCode::kResourceExhausted, "cap_init");

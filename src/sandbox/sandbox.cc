@@ -12,6 +12,7 @@
 
 #include "base/sys.h"
 #include "sandbox/child/child.h"
+#include "sandbox/sandbox_messages.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/warm_agent.h"
 
@@ -32,49 +33,6 @@ Result<void> WriteIdMaps(pid_t pid, const LaunchPlan& plan) {
   }
   MCPEXEC_RETURN_IF_ERROR(WriteProcFile(proc + "/gid_map", plan.GidMap()));
   return WriteProcFile(proc + "/uid_map", plan.UidMap());
-}
-
-// Reads one report, waiting at most until `deadline`, and the descriptor it carries, if any,
-// into `passed`. nullopt on EOF.
-Result<std::optional<ChildReport>> ReadReport(int fd,
-                                              std::chrono::steady_clock::time_point deadline,
-                                              UniqueFd& passed) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      return MakeError(ErrorCode::kDeadlineExceeded, "sandbox set-up did not finish in time");
-    }
-    pollfd pfd{fd, POLLIN, 0};
-    const int n = poll(&pfd, 1, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno(ErrorCode::kInternal, "poll(set-up report)");
-    if (n == 0) continue;
-    ChildReport report;
-    iovec iov{&report, sizeof report};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t got = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Errno(ErrorCode::kInternal, "recvmsg(set-up report)");
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-          c->cmsg_len == CMSG_LEN(sizeof(int))) {
-        int received;
-        memcpy(&received, CMSG_DATA(c), sizeof received);
-        passed.Reset(received);
-      }
-    }
-    if (got == 0) return std::optional<ChildReport>();
-    if (got != sizeof report || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
-      return MakeError(ErrorCode::kInternal, "short set-up report from the sandbox");
-    }
-    return std::optional<ChildReport>(report);
-  }
 }
 
 // Init's reason for the end of a warm interpreter that never said ready: a report of a failure

@@ -16,6 +16,8 @@
 
 namespace mcpexec::sandbox {
 
+class Zygote;
+
 class Sandbox {
  public:
   // Clones the sandbox's init into new user, mount, pid, net, ipc, uts and cgroup namespaces
@@ -52,10 +54,13 @@ class Sandbox {
   pid_t InitPid() const { return init_.Pid(); }
 
  private:
+  friend class Zygote;  // makes the sandboxes it forks
   Sandbox() = default;
   // Waits for the warm interpreter's "R" on the start socket.
   Result<void> WaitForAgent(std::chrono::steady_clock::time_point deadline);
 
+  // A zygote's run: the zygote, which must outlive it (its runs die with it). Destroyed last.
+  std::shared_ptr<const Zygote> zygote_;
   std::shared_ptr<const LaunchPlan> plan_;
   // Declared before init_ so that it is destroyed after it: the cgroup is removed once init is
   // killed and reaped.

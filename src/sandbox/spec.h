@@ -50,6 +50,11 @@ struct SandboxSpec {
   // interpreter starts with the program.
   bool warm = false;
   std::vector<std::string> preload;
+  // The zygote engine (zygote.h; needs `warm`): the interpreter never runs a program. It forks
+  // each run's sandbox, whose init makes the run's namespaces, mounts and limits itself. Its own
+  // interpreter runs without the program's seccomp filter and rlimits, as an init does, and its
+  // /proc is unmasked so that each run's init may mount a fresh one (docs/engine.md).
+  bool zygote = false;
 
   // Docker-format seccomp profile the program runs under (seccomp_profile.h): kSeccompDefault,
   // a file, or kSeccompUnconfined. Empty is an error: running without a filter is a choice, never a default.

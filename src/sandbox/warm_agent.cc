@@ -1,5 +1,7 @@
 #include "sandbox/warm_agent.h"
 
+#include <linux/sched.h>
+
 #include <string_view>
 
 #include "sandbox/child/plan_view.h"
@@ -10,7 +12,7 @@ namespace {
 // Everything after the program's namespace is cleared is a local of _agent: its globals are the
 // program's from then on, and the program may rebind any name in them.
 constexpr const char* kAgent = R"py(
-def _agent(ctl, modules):
+def _agent(ctl, modules, zygote=None):
     import sys, os, builtins, atexit, signal, gc
     _exec, _compile, _isinstance, _type, _open, _print, _int, _str = (
         exec, compile, isinstance, type, open, print, int, str)
@@ -57,6 +59,11 @@ def _agent(ctl, modules):
     gc.collect()
     gc.freeze()
 
+    if zygote is not None:
+        # Says "R" once ready to fork; returns in each run's program process, whose own start
+        # socket is then `ctl`.
+        _zygote(ctl, zygote)
+        zygote = None
     os.write(ctl, b"R")
     if os.read(ctl, 1) != b"G":
         os._exit(0)
@@ -126,6 +133,196 @@ def _agent(ctl, modules):
         finish(1, by_sigint=_isinstance(e, _KeyboardInterrupt))
     finish(0)
 
+# The zygote (a zygote plan): forks one sandbox per "F" message on `ctl`, which carries the run's
+# stdin, stdout, stderr, report and start descriptors (docs/engine.md has the protocol). It never
+# runs a program: returns only in a run's program process, once that is fully confined.
+def _zygote(ctl, setup):
+    import os, sys, socket, ctypes, struct, fcntl, resource, signal, random
+    libc = ctypes.CDLL(None, use_errno=True)
+    ulong = ctypes.c_ulong
+
+    def check(result, what):
+        if result != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "%s: %s" % (what, os.strerror(e)))
+
+    def prctl(*args):  # the unused arguments must be 0
+        return libc.prctl(*[ulong(a) for a in (args + (0, 0, 0, 0))[:5]])
+
+    def seqpacket(fd):
+        return socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fd)
+
+    report_format = "=IIiIi4xqq"  # ChildReport (plan_view.h)
+    zygote_pid = os.getpid()
+
+    # A run's first process ends as soon as it has forked the run's init: reaped at once, it
+    # no longer counts against the run's pids (the supervisor waits for that).
+    def reap(*_):
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    return
+            except ChildProcessError:
+                return
+
+    signal.signal(signal.SIGCHLD, reap)
+    control = seqpacket(ctl)
+    os.write(ctl, b"R")
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, 16, 5)
+        if message != b"F" or len(fds) != 5:
+            for fd in fds:
+                os.close(fd)
+            if message:
+                continue
+            # Retired, or the supervisor is gone: the runs it forked end first (they die with it).
+            while True:
+                try:
+                    os.wait()
+                except ChildProcessError:
+                    os._exit(0)
+        if os.fork() != 0:
+            for fd in fds:
+                os.close(fd)
+            continue
+        control.detach()
+        try:
+            _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_format)
+            return
+        except BaseException as e:
+            try:
+                os.write(5, ("E%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4000])
+            finally:
+                os._exit(125)
+
+
+# One run's sandbox, forked from the zygote. The first process (in the zygote's namespaces)
+# waits to be moved into the run's cgroup, makes the run's user, mount, pid, net, ipc, uts and
+# cgroup namespaces, forks the run's init (PID 1) and ends: the init, orphaned to the zygote's
+# own init, is then the only process of the run outside its program. It mounts what a cold init
+# mounts, drops every capability, reports as a cold init does, and forks the program's process
+# (PID 2), which applies the rlimits and seccomp filter and returns.
+def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_format):
+    import os, sys, socket, ctypes, struct, fcntl, resource, signal, random
+    PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+    PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 47, 4, 22, 2
+    ulong = ctypes.c_ulong
+    check(prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "set the parent-death signal")
+    if os.getppid() != zygote_pid:
+        os._exit(0)
+    # stdin, stdout, stderr, report and start at a cold init's numbers (ChildFd), nothing else.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 16) for fd in fds]
+    for fd, to in zip(high, (0, 1, 2, 3, 5)):
+        os.dup2(fd, to, inheritable=to <= 2)
+    os.closerange(4, 5)
+    os.closerange(6, 1 << 30)
+    start = seqpacket(5)
+    pidfd = os.pidfd_open(os.getpid())
+    socket.send_fds(start, [b"P"], [pidfd])
+    os.close(pidfd)
+    if start.recv(1) != b"M":  # the supervisor has moved this process into the run's cgroup
+        os._exit(0)
+    check(libc.unshare(setup["namespaces"]), "unshare the run's namespaces")
+    for name, text in (("setgroups", "deny"), ("gid_map", setup["gid_map"]),
+                       ("uid_map", setup["uid_map"])):
+        with open("/proc/self/" + name, "w") as f:
+            f.write(text)
+    if os.fork() != 0:
+        os._exit(0)
+
+    # The run's init, PID 1 of its namespace. It dies with the zygote, whose PID namespace holds
+    # its own.
+    for kind, source, target, fstype, flags, data, mode, optional in setup["mounts"]:
+        try:
+            if kind == 0:
+                check(libc.mount(source, target, fstype, ulong(flags), data),
+                      "mount " + target.decode())
+            elif kind == 1:
+                os.mkdir(target, mode)
+            elif kind == 4:
+                with open(source, "rb") as f:
+                    content = f.read()
+                out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+                os.write(out, content)
+                os.close(out)
+        except OSError as e:
+            if not (optional and e.errno == 2):
+                raise
+    socket.sethostname(setup["hostname"])
+    lo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fcntl.ioctl(lo.fileno(), 0x8914, struct.pack("16sh22x", b"lo", 0x1 | 0x40))  # SIOCSIFFLAGS up
+    lo.close()
+    os.chdir("/tmp")
+    for cap in range(setup["last_cap"] + 1):
+        check(prctl(PR_CAPBSET_DROP, cap), "drop the bounding set")
+    check(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL), "clear the ambient capabilities")
+    check(libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24)), "drop every capability")
+    check(prctl(PR_SET_NO_NEW_PRIVS, 1), "set no_new_privs")
+    check(prctl(PR_SET_DUMPABLE, 0), "make init non-dumpable")
+    pidfd = os.pidfd_open(os.getpid())
+    socket.send_fds(start, [b"I"], [pidfd])
+    os.close(pidfd)
+    report = seqpacket(3)
+    workspace = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    socket.send_fds(report, [struct.pack(report_format, 1, 0, 0, 0, 0, 0, 0)], [workspace])
+    os.close(workspace)
+    program = os.fork()
+    if program == 0:
+        report.detach()
+        start.detach()
+        os.close(3)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's
+        # An interpreter that execve() started is dumpable: its /proc/self is its own to write.
+        check(prctl(PR_SET_DUMPABLE, 1), "make the program dumpable")
+        os.setsid()
+        for which, soft, hard in setup["rlimits"]:
+            resource.setrlimit(which, (soft, hard))
+        # Each run's random state is its own: the generators the zygote seeded are reseeded.
+        random.seed()
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()
+        tempfile = sys.modules.get("tempfile")
+        if tempfile is not None:
+            tempfile._name_sequence = None
+        process = sys.modules.get("multiprocessing.process")
+        if process is not None:
+            process.current_process().authkey = os.urandom(32)
+        if setup["seccomp"]:
+            bpf = ctypes.create_string_buffer(setup["seccomp"], len(setup["seccomp"]))
+            class Program(ctypes.Structure):
+                _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+            prog = Program(len(setup["seccomp"]) // 8, ctypes.addressof(bpf))
+            check(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog)),
+                  "apply the seccomp filter")
+        return
+    # As a cold init: /proc/1/cmdline says what it is, and signals from inside the namespace
+    # reach PID 1 only through a handler.
+    stat = open("/proc/self/stat", "rb").read()
+    fields = stat[stat.rindex(b")") + 2:].split()
+    arg_start, arg_end = int(fields[45]), int(fields[46])
+    name = b"mcp-exec-init"[:arg_end - arg_start - 1]
+    ctypes.memset(arg_start, 0, arg_end - arg_start)
+    ctypes.memmove(arg_start, name, len(name))
+    comm = ctypes.create_string_buffer(setup["init_name"][:15])
+    prctl(15, ctypes.addressof(comm))  # PR_SET_NAME
+    for sig in signal.valid_signals():
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+    start.detach()
+    os.closerange(0, 3)
+    os.close(5)
+    while True:
+        pid, status, _ = os.wait4(-1, 0)
+        if pid == program:
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_us = int((usage.ru_utime + usage.ru_stime) * 1000000)
+            report.send(struct.pack(report_format, 3, 0, 0, 0, status, usage.ru_maxrss, cpu_us))
+            os._exit(0)
+
 )py";
 
 // `text` as a Python string literal on one line.
@@ -142,16 +339,73 @@ std::string PythonLiteral(std::string_view text) {
   return literal + "\"";
 }
 
+// `bytes` as a Python bytes literal; None when empty and `none_if_empty`.
+std::string PythonBytes(std::string_view bytes, bool none_if_empty = false) {
+  if (bytes.empty() && none_if_empty) return "None";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string literal = "b\"";
+  for (const unsigned char ch : bytes) {
+    if (ch >= 0x20 && ch < 0x7f && ch != '\\' && ch != '"') {
+      literal += static_cast<char>(ch);
+    } else {
+      literal += {'\\', 'x', kHex[ch >> 4], kHex[ch & 15]};
+    }
+  }
+  return literal + "\"";
+}
+
+std::string PythonRlimit(rlim_t value) {
+  return value == RLIM_INFINITY ? "-1" : std::to_string(value);
+}
+
+std::string ModuleList(const std::vector<std::string>& preload) {
+  std::string modules;
+  for (const std::string& m : preload) modules += (modules.empty() ? "\"" : ", \"") + m + "\"";
+  return "[" + modules + "]";
+}
+
+std::string ZygoteSetupLiteral(const ZygoteRunSetup& setup) {
+  constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                   CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+  std::string mounts;
+  for (const MountOp& op : setup.mounts) {
+    mounts += "(" + std::to_string(static_cast<int>(op.kind)) + ", " +
+              PythonBytes(op.source, true) + ", " + PythonBytes(op.target) + ", " +
+              PythonBytes(op.fstype, true) + ", " + std::to_string(op.flags) + ", " +
+              PythonBytes(op.data, true) + ", " + std::to_string(op.mode) + ", " +
+              (op.optional ? "True" : "False") + "), ";
+  }
+  std::string rlimits;
+  for (const RlimitView& r : setup.rlimits) {
+    rlimits += "(" + std::to_string(r.resource) + ", " + PythonRlimit(r.limit.rlim_cur) + ", " +
+               PythonRlimit(r.limit.rlim_max) + "), ";
+  }
+  const std::string_view bpf(reinterpret_cast<const char*>(setup.seccomp.data()),
+                             setup.seccomp.size() * sizeof(sock_filter));
+  return "{\"namespaces\": " + std::to_string(kNamespaces) +
+         ", \"uid_map\": " + PythonLiteral(setup.uid_map) +
+         ", \"gid_map\": " + PythonLiteral(setup.gid_map) + ", \"mounts\": [" + mounts +
+         "], \"hostname\": " + PythonBytes(setup.hostname) +
+         ", \"init_name\": " + PythonBytes(setup.init_name) +
+         ", \"last_cap\": " + std::to_string(setup.last_cap) + ", \"rlimits\": [" + rlimits +
+         "], \"seccomp\": " + PythonBytes(bpf) + "}";
+}
+
 }  // namespace
 
 // One line: the function is compiled under its own name, so that the frames the program runs
 // under are "/tmp/main.py", line 1 (the program's own first line in a stack listing) and
 // "<mcp-exec agent>", not lines of the program that took the agent's place.
 std::string WarmAgentSource(const std::vector<std::string>& preload) {
-  std::string modules;
-  for (const std::string& m : preload) modules += (modules.empty() ? "\"" : ", \"") + m + "\"";
   return "exec(compile(" + PythonLiteral(kAgent) + ", \"<mcp-exec agent>\", \"exec\")); _agent(" +
-         std::to_string(kFdStart) + ", [" + modules + "])\n";
+         std::to_string(kFdStart) + ", " + ModuleList(preload) + ")\n";
+}
+
+std::string ZygoteAgentSource(const std::vector<std::string>& preload,
+                              const ZygoteRunSetup& setup) {
+  return "exec(compile(" + PythonLiteral(kAgent) + ", \"<mcp-exec agent>\", \"exec\")); _agent(" +
+         std::to_string(kFdStart) + ", " + ModuleList(preload) + ", " +
+         ZygoteSetupLiteral(setup) + ")\n";
 }
 
 }  // namespace mcpexec::sandbox

@@ -1,0 +1,173 @@
+#include "sandbox/zygote.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "base/sys.h"
+#include "sandbox/sandbox_messages.h"
+#include "sandbox/setup_error.h"
+#include "sandbox/warm_agent.h"
+
+namespace mcpexec::sandbox {
+namespace {
+
+// The descriptors a run's sandbox gets, in the order the agent puts them at 0, 1, 2, 3 and 5.
+Result<void> SendFork(int zygote, const int (&fds)[5]) {
+  const char message = kZygoteFork;
+  iovec iov{const_cast<char*>(&message), 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof fds);
+  memcpy(CMSG_DATA(cmsg), fds, sizeof fds);
+  for (;;) {
+    if (sendmsg(zygote, &msg, MSG_NOSIGNAL) == 1) return Ok();
+    if (errno == EINTR) continue;
+    if (errno == EPIPE || errno == ECONNRESET) {
+      return MakeError(ErrorCode::kUnavailable, "the zygote has ended");
+    }
+    return Errno(ErrorCode::kInternal, "sendmsg(zygote)");
+  }
+}
+
+// Whatever the zygote said instead of the next step of a fork.
+Error ForkError(const SandboxMessage& message, const char* step) {
+  if (message.data.empty()) {
+    return MakeError(ErrorCode::kUnavailable,
+                     std::string("the zygote, or the run it forked, ended before ") + step);
+  }
+  if (message.data[0] == kAgentFailed) {
+    return MakeError(ErrorCode::kUnavailable,
+                     "a run forked from the zygote could not be set up: " + message.data.substr(1));
+  }
+  return MakeError(ErrorCode::kInternal,
+                   std::string("an unexpected message from the zygote before ") + step);
+}
+
+// Kills the run's first process if the fork fails before it has ended by itself: its parent,
+// the zygote, reaps it.
+struct FirstProcess {
+  UniqueFd pidfd;
+  ~FirstProcess() {
+    if (pidfd.Valid()) syscall(SYS_pidfd_send_signal, pidfd.Get(), SIGKILL, nullptr, 0);
+  }
+};
+
+Result<void> WaitUntilReaped(int pidfd, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    if (syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0 && errno == ESRCH) return Ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return MakeError(ErrorCode::kDeadlineExceeded,
+                       "the zygote did not reap a run's first process in time");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Zygote>> Zygote::Start(std::shared_ptr<const LaunchPlan> plan,
+                                              std::chrono::milliseconds timeout) {
+  if (!plan->Spec().zygote) {
+    return MakeError(ErrorCode::kInvalidArgument, "not a zygote plan");
+  }
+  MCPEXEC_ASSIGN_OR_RETURN(Sandbox box, Sandbox::Create(std::move(plan), timeout));
+  return std::shared_ptr<Zygote>(new Zygote(std::move(box)));
+}
+
+uint64_t Zygote::Forks() const {
+  std::lock_guard lock(mutex_);
+  return forks_;
+}
+
+Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const LaunchPlan& plan = *box_.plan_;
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe report, MakeSeqpacketPair());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe start, MakeSeqpacketPair());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  Sandbox sandbox;
+  sandbox.zygote_ = shared_from_this();
+  sandbox.plan_ = box_.plan_;
+  MCPEXEC_ASSIGN_OR_RETURN(sandbox.cgroup_, plan.Limits().CreateRun());
+  {
+    std::lock_guard lock(mutex_);
+    MCPEXEC_RETURN_IF_ERROR(SendFork(box_.start_.Get(), {in.read.Get(), out.write.Get(),
+                                                         err.write.Get(), report.write.Get(),
+                                                         start.write.Get()}));
+    ++forks_;
+  }
+  // Only the run holds these ends now, so that EOF means it is gone.
+  report.write.Reset();
+  start.write.Reset();
+  in.read.Reset();
+  out.write.Reset();
+  err.write.Reset();
+
+  MCPEXEC_ASSIGN_OR_RETURN(SandboxMessage forked,
+                           ReceiveMessage(start.read.Get(), deadline, "zygote's fork"));
+  if (forked.data != std::string(1, kZygoteForked) || !forked.passed.Valid()) {
+    return ForkError(forked, "the fork");
+  }
+  FirstProcess first{std::move(forked.passed)};
+  MCPEXEC_ASSIGN_OR_RETURN(const pid_t first_pid, PidOfPidfd(first.pidfd.Get()));
+  if (sandbox.cgroup_) {
+    if (auto moved = sandbox.cgroup_->Move(first_pid); !moved.ok()) {
+      return std::move(moved).error().WithContext("put a zygote's run in its cgroup");
+    }
+  }
+  const char moved = kZygoteMoved;
+  if (send(start.read.Get(), &moved, 1, MSG_NOSIGNAL) != 1) {
+    return Errno(ErrorCode::kUnavailable, "send(zygote's fork)");
+  }
+
+  MCPEXEC_ASSIGN_OR_RETURN(SandboxMessage init,
+                           ReceiveMessage(start.read.Get(), deadline, "zygote's fork"));
+  if (init.data != std::string(1, kZygoteInit) || !init.passed.Valid()) {
+    return ForkError(init, "the run's init started");
+  }
+  MCPEXEC_ASSIGN_OR_RETURN(sandbox.init_, ChildProcess::Adopt(std::move(init.passed)));
+
+  UniqueFd workspace;
+  MCPEXEC_ASSIGN_OR_RETURN(std::optional<ChildReport> ready,
+                           ReadReport(report.read.Get(), deadline, workspace));
+  if (!ready || ready->type != ReportType::kReady || !workspace.Valid()) {
+    if (ready && ready->type == ReportType::kFailure) {
+      return ChildError(plan, *ready, ReadUsernsFacts());
+    }
+    return MakeError(ErrorCode::kUnavailable, "a run forked from the zygote ended during set-up");
+  }
+  MCPEXEC_ASSIGN_OR_RETURN(SandboxMessage program,
+                           ReceiveMessage(start.read.Get(), deadline, "zygote's fork"));
+  if (program.data != std::string(1, kAgentReady)) return ForkError(program, "the run was ready");
+  // The first process ended once it forked the init; until the zygote has reaped it, it counts
+  // in the run's pids (and in its user namespace's process count, the rlimit backend's).
+  MCPEXEC_RETURN_IF_ERROR(WaitUntilReaped(first.pidfd.Get(), deadline));
+  first.pidfd.Reset();
+  // What the fork holds (its page tables, its first process) is the sandbox's, not the
+  // program's: the limits apply on top, as in a pool sandbox.
+  if (sandbox.cgroup_) MCPEXEC_RETURN_IF_ERROR(sandbox.cgroup_->ExcludeCurrentUsage());
+  sandbox.workspace_ = std::move(workspace);
+  sandbox.report_ = std::move(report.read);
+  sandbox.start_ = std::move(start.read);
+  sandbox.stdin_ = std::move(in.write);
+  sandbox.stdout_ = std::move(out.read);
+  sandbox.stderr_ = std::move(err.read);
+  return sandbox;
+}
+
+}  // namespace mcpexec::sandbox
