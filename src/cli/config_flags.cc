@@ -61,10 +61,15 @@ constexpr FlagSpec kFlags[] = {
      "As root: the unprivileged host uid the sandbox user maps to (default 65532)", false},
     {"--host-gid", "MCP_EXEC_HOST_GID", "As root: likewise for the gid", false},
     {"--engine", "MCP_EXEC_ENGINE",
-     "cold | pool: pool keeps sandboxes ready with MCP_EXEC_PRELOAD imported (default cold)",
+     "cold | pool | zygote: pool keeps sandboxes ready with MCP_EXEC_PRELOAD imported, zygote "
+     "forks them from one interpreter that has (default cold)",
      true},
-    {"--pool-size", "MCP_EXEC_POOL_SIZE", "Sandboxes the pool keeps ready, 1 to 64 (default 2)",
-     true},
+    {"--pool-size", "MCP_EXEC_POOL_SIZE",
+     "Sandboxes the pool (or zygote) keeps ready, 1 to 64 (default 2)", true},
+    {"--zygote-max-forks", "MCP_EXEC_ZYGOTE_MAX_FORKS",
+     "Runs a zygote forks before a new one replaces it, 1 to 1000000 (default 1000)", true},
+    {"--zygote-max-age", "MCP_EXEC_ZYGOTE_MAX_AGE_S",
+     "Seconds after which a new zygote replaces the old, 1 to 86400 (default 600)", true},
     {"--preload", "MCP_EXEC_PRELOAD",
      "Modules a warm interpreter imports before its program, comma-separated (default "
      "numpy,pandas,matplotlib.pyplot)",

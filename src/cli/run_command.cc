@@ -31,10 +31,10 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   run->add_option("--output-dir", o.output_dir,
                   "Write the files the program left in /tmp/outputs under this directory");
   run->add_option("--engine", o.engine,
-                  "cold | pool: run in the sandbox that engine gives `serve`'s runs, for "
-                  "comparing them; pool prepares one with MCP_EXEC_PRELOAD imported, so it is "
-                  "no faster here (default cold)")
-      ->check(CLI::IsMember({"cold", "pool"}));
+                  "cold | pool | zygote: run in the sandbox that engine gives `serve`'s runs, "
+                  "for comparing them; pool and zygote prepare one with MCP_EXEC_PRELOAD "
+                  "imported, so they are no faster here (default cold)")
+      ->check(CLI::IsMember({"cold", "pool", "zygote"}));
   AddConfigFlags(run, Command::kRun, o.config);
   run->footer(
       "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "

@@ -260,8 +260,12 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
       {"MCP_EXEC_CGROUP", [&](auto& n, auto& v) { return SetPath(n, v, c.cgroup); }},
       {"MCP_EXEC_HOST_UID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_uid); }},
       {"MCP_EXEC_HOST_GID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_gid); }},
-      {"MCP_EXEC_ENGINE", [&](auto& n, auto& v) { return SetOneOf(n, v, {"cold", "pool"}, c.engine); }},
+      {"MCP_EXEC_ENGINE", [&](auto& n, auto& v) { return SetOneOf(n, v, {"cold", "pool", "zygote"}, c.engine); }},
       {"MCP_EXEC_POOL_SIZE", [&](auto& n, auto& v) { return SetInt(n, v, 1, 64, c.pool_size); }},
+      {"MCP_EXEC_ZYGOTE_MAX_FORKS",
+       [&](auto& n, auto& v) { return SetInt(n, v, 1, 1000000, c.zygote_max_forks); }},
+      {"MCP_EXEC_ZYGOTE_MAX_AGE_S",
+       [&](auto& n, auto& v) { return SetInt(n, v, 1, 86400, c.zygote_max_age_s); }},
       {"MCP_EXEC_PRELOAD",
        [&](auto& n, auto& v) -> Result<void> {
          auto modules = ParseModuleList(v);

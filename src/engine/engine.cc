@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <sys/stat.h>
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -10,6 +12,7 @@
 
 #include "log/log.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/zygote.h"
 
 namespace mcpexec::engine {
 namespace {
@@ -40,11 +43,135 @@ class ColdEngine final : public Engine {
 constexpr auto kFirstRetry = std::chrono::milliseconds(250);
 constexpr auto kLongestRetry = std::chrono::seconds(30);
 
+// Where a pool's ready sandboxes come from.
+class SandboxSource {
+ public:
+  virtual ~SandboxSource() = default;
+  virtual const char* Name() const = 0;
+  // One more ready sandbox. Called on the refill thread only: what it starts dies with it.
+  virtual Result<sandbox::Sandbox> Make() = 0;
+  // A sandbox for a run that found none ready, made on the run's thread; nullopt: run cold.
+  virtual std::optional<sandbox::Sandbox> MakeForRun() { return std::nullopt; }
+};
+
+// The pool: each sandbox a warm interpreter of its own.
+class WarmSource final : public SandboxSource {
+ public:
+  explicit WarmSource(std::shared_ptr<const sandbox::LaunchPlan> warm) : warm_(std::move(warm)) {}
+  const char* Name() const override { return "pool"; }
+  Result<sandbox::Sandbox> Make() override { return sandbox::Sandbox::Create(warm_); }
+
+ private:
+  const std::shared_ptr<const sandbox::LaunchPlan> warm_;
+};
+
+constexpr auto kZygoteTimeout = std::chrono::seconds(30);
+
+// What identifies the rootfs a zygote has mounted: a rebuilt one is a new directory or a new
+// interpreter.
+struct RootfsStamp {
+  dev_t dev = 0;
+  ino_t dir = 0, python = 0;
+  timespec python_changed{};
+  bool operator==(const RootfsStamp& o) const {
+    return dev == o.dev && dir == o.dir && python == o.python &&
+           python_changed.tv_sec == o.python_changed.tv_sec &&
+           python_changed.tv_nsec == o.python_changed.tv_nsec;
+  }
+};
+
+RootfsStamp StampOf(const sandbox::LaunchPlan& plan) {
+  RootfsStamp stamp;
+  struct stat st;
+  if (stat(plan.Spec().rootfs.c_str(), &st) == 0) {
+    stamp.dev = st.st_dev;
+    stamp.dir = st.st_ino;
+  }
+  if (stat((plan.Spec().rootfs + plan.ExecPath()).c_str(), &st) == 0) {
+    stamp.python = st.st_ino;
+    stamp.python_changed = st.st_ctim;
+  }
+  return stamp;
+}
+
+// The zygote engine: sandboxes forked from one zygote, which is replaced after
+// `max_forks` forks, after `max_age`, when the rootfs changes, and when it dies.
+class ZygoteSource final : public SandboxSource {
+ public:
+  ZygoteSource(std::shared_ptr<const sandbox::LaunchPlan> plan, const PoolOptions& options)
+      : plan_(std::move(plan)), options_(options) {}
+  const char* Name() const override { return "zygote"; }
+
+  Result<sandbox::Sandbox> Make() override {
+    std::shared_ptr<const sandbox::Zygote> zygote = Current();
+    if (zygote && !zygote->Alive()) {
+      log::Warn("the zygote has ended; runs are cold until a new one is ready",
+                {{"forks", static_cast<int64_t>(zygote->Forks())}});
+      Set(nullptr);
+      zygote.reset();
+    } else if (zygote && Stale(*zygote)) {
+      // The old one still forks the runs that find nothing ready until the new one is.
+      log::Info("the zygote is replaced",
+                {{"forks", static_cast<int64_t>(zygote->Forks())},
+                 {"age_s", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::steady_clock::now() - zygote->Started())
+                               .count())}});
+      zygote.reset();
+    }
+    if (!zygote) {
+      const RootfsStamp stamp = StampOf(*plan_);
+      auto started = sandbox::Zygote::Start(plan_, kZygoteTimeout);
+      if (!started.ok()) {
+        Set(nullptr);  // never fork from a stale zygote once its replacement fails
+        return started.error();
+      }
+      zygote = *started;
+      std::lock_guard lock(mutex_);
+      stamp_ = stamp;
+      zygote_ = zygote;
+    }
+    return zygote->Fork(kZygoteTimeout);
+  }
+
+  std::optional<sandbox::Sandbox> MakeForRun() override {
+    std::shared_ptr<const sandbox::Zygote> zygote = Current();
+    if (!zygote || !zygote->Alive()) return std::nullopt;
+    Result<sandbox::Sandbox> box = zygote->Fork(kZygoteTimeout);
+    if (box.ok()) return std::move(*box);
+    log::Warn("the zygote could not fork a run; it runs cold", {{"error", box.error().message}});
+    return std::nullopt;
+  }
+
+ private:
+  std::shared_ptr<const sandbox::Zygote> Current() {
+    std::lock_guard lock(mutex_);
+    return zygote_;
+  }
+  void Set(std::shared_ptr<const sandbox::Zygote> zygote) {
+    std::lock_guard lock(mutex_);
+    zygote_ = std::move(zygote);
+  }
+  bool Stale(const sandbox::Zygote& zygote) {
+    if (zygote.Forks() >= options_.zygote_max_forks) return true;
+    if (std::chrono::steady_clock::now() - zygote.Started() >= options_.zygote_max_age) {
+      return true;
+    }
+    std::lock_guard lock(mutex_);
+    return !(StampOf(*plan_) == stamp_);
+  }
+
+  const std::shared_ptr<const sandbox::LaunchPlan> plan_;
+  const PoolOptions options_;
+  std::mutex mutex_;
+  std::shared_ptr<const sandbox::Zygote> zygote_;
+  RootfsStamp stamp_;
+};
+
 class PoolEngine final : public Engine {
  public:
   PoolEngine(std::shared_ptr<const sandbox::LaunchPlan> cold,
-             std::shared_ptr<const sandbox::LaunchPlan> warm, const PoolOptions& options)
-      : cold_(std::move(cold)), warm_(std::move(warm)), options_(options) {}
+             std::unique_ptr<SandboxSource> source, const PoolOptions& options)
+      : cold_(std::move(cold)), source_(std::move(source)), options_(options) {}
 
   ~PoolEngine() override {
     {
@@ -64,13 +191,18 @@ class PoolEngine final : public Engine {
     return Ok();
   }
 
-  const char* Name() const override { return "pool"; }
+  const char* Name() const override { return source_->Name(); }
   const sandbox::LaunchPlan& Plan() const override { return *cold_; }
 
   Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
                                  const sandbox::RunHooks& hooks) override {
+    bool made_for_run = false;
     for (;;) {
       std::optional<sandbox::Sandbox> box = Take();
+      if (!box && !made_for_run) {
+        box = source_->MakeForRun();
+        made_for_run = true;
+      }
       // Never wait for a refill: a cold run starts sooner than a warm interpreter imports.
       if (!box) return RunCold(cold_, program, limits, hooks);
       if (!box->Waiting()) {
@@ -111,7 +243,7 @@ class PoolEngine final : public Engine {
       changed_.wait(lock, [this] { return stopping_ || NeedsOne(); });
       if (stopping_) return;
       lock.unlock();
-      Result<sandbox::Sandbox> box = sandbox::Sandbox::Create(warm_);
+      Result<sandbox::Sandbox> box = source_->Make();
       lock.lock();
       if (box.ok()) {
         ready_.push_back(std::move(*box));
@@ -125,15 +257,17 @@ class PoolEngine final : public Engine {
         changed_.notify_all();
         return;
       }
-      log::Warn("cannot prepare a pool sandbox; runs are cold until one is ready",
-                {{"error", box.error().message}, {"retry_ms", retry.count()}});
+      log::Warn("cannot prepare a sandbox; runs are cold until one is ready",
+                {{"engine", source_->Name()},
+                 {"error", box.error().message},
+                 {"retry_ms", retry.count()}});
       changed_.wait_for(lock, retry, [this] { return stopping_; });
       retry = std::min<std::chrono::milliseconds>(retry * 2, kLongestRetry);
     }
   }
 
   const std::shared_ptr<const sandbox::LaunchPlan> cold_;
-  const std::shared_ptr<const sandbox::LaunchPlan> warm_;
+  const std::unique_ptr<SandboxSource> source_;
   const PoolOptions options_;
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -153,7 +287,17 @@ std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan
 Result<std::unique_ptr<Engine>> MakePoolEngine(std::shared_ptr<const sandbox::LaunchPlan> cold,
                                                std::shared_ptr<const sandbox::LaunchPlan> warm,
                                                const PoolOptions& options) {
-  auto pool = std::make_unique<PoolEngine>(std::move(cold), std::move(warm), options);
+  auto pool = std::make_unique<PoolEngine>(
+      std::move(cold), std::make_unique<WarmSource>(std::move(warm)), options);
+  MCPEXEC_RETURN_IF_ERROR(pool->Start());
+  return std::unique_ptr<Engine>(std::move(pool));
+}
+
+Result<std::unique_ptr<Engine>> MakeZygoteEngine(std::shared_ptr<const sandbox::LaunchPlan> cold,
+                                                 std::shared_ptr<const sandbox::LaunchPlan> zygote,
+                                                 const PoolOptions& options) {
+  auto pool = std::make_unique<PoolEngine>(
+      std::move(cold), std::make_unique<ZygoteSource>(std::move(zygote), options), options);
   MCPEXEC_RETURN_IF_ERROR(pool->Start());
   return std::unique_ptr<Engine>(std::move(pool));
 }

@@ -4,8 +4,12 @@
 //   cold  the sandbox is made and the interpreter started for the request (`mcp-exec run`)
 //   pool  sandboxes are made ahead with the interpreter started and MCP_EXEC_PRELOAD imported;
 //         each is used once, and refilled in the background
+//   zygote  the same pool, of sandboxes forked from one interpreter with MCP_EXEC_PRELOAD
+//         imported (sandbox/zygote.h), which is replaced after a number of forks or an age
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 
 #include "base/result.h"
@@ -32,6 +36,9 @@ std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan
 struct PoolOptions {
   size_t size = 2;     // sandboxes kept ready
   bool refill = true;  // false: the first `size` only (a one-shot `mcp-exec run`)
+  // zygote: when it is replaced (MCP_EXEC_ZYGOTE_MAX_FORKS, MCP_EXEC_ZYGOTE_MAX_AGE_S)
+  uint64_t zygote_max_forks = 1000;
+  std::chrono::seconds zygote_max_age{600};
 };
 
 // `warm` is `cold` with SandboxSpec::warm set. Waits until the first sandbox is ready, so that a
@@ -40,5 +47,12 @@ struct PoolOptions {
 Result<std::unique_ptr<Engine>> MakePoolEngine(std::shared_ptr<const sandbox::LaunchPlan> cold,
                                                std::shared_ptr<const sandbox::LaunchPlan> warm,
                                                const PoolOptions& options);
+
+// `zygote` is `cold` with SandboxSpec::warm and ::zygote set. The pool's sandboxes are forked
+// from a zygote; a run that finds none ready forks one, and runs cold only when the zygote is
+// gone (until the refill thread has started a new one). Waits for the first, as the pool does.
+Result<std::unique_ptr<Engine>> MakeZygoteEngine(std::shared_ptr<const sandbox::LaunchPlan> cold,
+                                                 std::shared_ptr<const sandbox::LaunchPlan> zygote,
+                                                 const PoolOptions& options);
 
 }  // namespace mcpexec::engine

@@ -70,14 +70,19 @@ Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config
   if (config.engine == "cold") return std::shared_ptr<engine::Engine>(engine::MakeColdEngine(plan));
   sandbox::SandboxSpec spec = plan->Spec();
   spec.warm = true;
+  spec.zygote = config.engine == "zygote";
   MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<const sandbox::LaunchPlan> warm,
                            sandbox::Compile(spec, plan->LimitsBackend()));
   engine::PoolOptions options;
   options.size = use == EngineUse::kOneShot ? 1 : static_cast<size_t>(config.pool_size);
   options.refill = use == EngineUse::kServe;
-  MCPEXEC_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> pool,
-                           engine::MakePoolEngine(std::move(plan), std::move(warm), options));
-  return std::shared_ptr<engine::Engine>(std::move(pool));
+  options.zygote_max_forks = static_cast<uint64_t>(config.zygote_max_forks);
+  options.zygote_max_age = std::chrono::seconds(config.zygote_max_age_s);
+  MCPEXEC_ASSIGN_OR_RETURN(
+      std::unique_ptr<engine::Engine> engine,
+      spec.zygote ? engine::MakeZygoteEngine(std::move(plan), std::move(warm), options)
+                  : engine::MakePoolEngine(std::move(plan), std::move(warm), options));
+  return std::shared_ptr<engine::Engine>(std::move(engine));
 }
 
 Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config& config,
