@@ -470,32 +470,42 @@ Check FiguresCheck(const std::string& rootfs, std::optional<bool> captures, int 
 }
 
 Check EngineCheck(const std::string& engine, const std::vector<std::string>& preload,
-                  const std::optional<Result<std::chrono::milliseconds>>& warm_start) {
+                  const std::vector<EngineTrial>& trials) {
   Check c = NewCheck(kEngineCheck);
   std::string modules;
   for (const std::string& m : preload) modules += (modules.empty() ? "" : ",") + m;
   if (modules.empty()) modules = "nothing";
-  const std::string pool = "pool (sandboxes kept ready with " + modules + " imported)";
   if (engine == "cold") {
     c.detail = "cold (MCP_EXEC_ENGINE): every run starts its own interpreter and imports";
+  } else if (engine == "zygote") {
+    c.detail = "zygote (sandboxes kept ready, forked from an interpreter with " + modules +
+               " imported) (MCP_EXEC_ENGINE=zygote)";
   } else {
-    c.detail = pool + " (MCP_EXEC_ENGINE=" + engine + ")";
+    c.detail = "pool (sandboxes kept ready with " + modules + " imported) (MCP_EXEC_ENGINE=" +
+               engine + ")";
   }
-  if (!warm_start) {
-    c.detail += "; a pool sandbox was not tried (see the checks above)";
+  if (trials.empty()) {
+    c.detail += "; the warm engines were not tried (see the checks above)";
     if (engine != "cold") c.status = Status::kWarn;
     return c;
   }
-  if (warm_start->ok()) {
-    c.detail += "; a pool sandbox was ready in " + std::to_string(warm_start->value().count()) +
-                " ms here" + (engine == "cold" ? ": MCP_EXEC_ENGINE=pool makes runs start warm" : "");
-    return c;
+  for (const EngineTrial& trial : trials) {
+    const std::string what =
+        trial.engine == "zygote" ? "a zygote and its first sandbox" : "a pool sandbox";
+    if (trial.ready.ok()) {
+      c.detail += "; " + what + (trial.engine == "zygote" ? " were" : " was") + " ready in " +
+                  std::to_string(trial.ready.value().count()) + " ms here";
+      continue;
+    }
+    c.detail += "; " + what + " did not start here: " + trial.ready.error().message;
+    if (trial.engine != engine) continue;
+    c.status = Status::kFail;
+    c.fixes = {"set MCP_EXEC_PRELOAD to modules the rootfs has (`mcp-exec run --code 'import M'` "
+               "shows what fails), or MCP_EXEC_ENGINE=cold"};
   }
-  c.detail += "; a pool sandbox does not start here: " + warm_start->error().message;
-  if (engine == "cold") return c;
-  c.status = Status::kFail;
-  c.fixes = {"set MCP_EXEC_PRELOAD to modules the rootfs has (`mcp-exec run --code 'import M'` "
-             "shows what fails), or MCP_EXEC_ENGINE=cold"};
+  if (engine == "cold" && c.status == Status::kOk) {
+    c.detail += ": MCP_EXEC_ENGINE=pool or zygote makes runs start warm";
+  }
   return c;
 }
 

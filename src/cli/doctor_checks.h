@@ -110,12 +110,18 @@ Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run
 // worst this check can be.
 Check FiguresCheck(const std::string& rootfs, std::optional<bool> captures, int max_px);
 
-// Check 6: the engine `serve` uses (MCP_EXEC_ENGINE), and whether a pool sandbox starts here:
-// `warm_start` is how long one took to be ready with `preload` imported, its error, or nullopt
-// when an earlier check failed and none was tried. A pool that cannot start fails only when
-// it is the configured engine.
+// How long the first sandbox of a warm engine ("pool", "zygote") took to be ready here, or why
+// it did not start.
+struct EngineTrial {
+  std::string engine;
+  Result<std::chrono::milliseconds> ready;
+};
+
+// Check 6: the engine `serve` uses (MCP_EXEC_ENGINE), and whether the warm engines start here,
+// with `preload` imported: `trials` is empty when an earlier check failed and none was tried.
+// An engine that cannot start fails only when it is the configured one.
 Check EngineCheck(const std::string& engine, const std::vector<std::string>& preload,
-                  const std::optional<Result<std::chrono::milliseconds>>& warm_start);
+                  const std::vector<EngineTrial>& trials);
 
 // "256 MiB", "1 GiB", "1536 KiB", "100 bytes".
 std::string FormatBytes(uint64_t bytes);

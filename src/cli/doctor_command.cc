@@ -123,24 +123,24 @@ Check FiguresCheckFor(const config::Config& config) {
                               config.figure_max_px);
 }
 
-// Check 6: prepares one pool sandbox, as `serve` would with MCP_EXEC_ENGINE=pool.
+// Check 6: prepares the first sandbox of each warm engine, as `serve` would.
 Check EngineCheckFor(const config::Config& config,
                      const Result<std::shared_ptr<limits::LimitsBackend>>& backend,
                      bool earlier_failed) {
-  if (earlier_failed || !backend.ok()) {
-    return doctor::EngineCheck(config.engine, config.preload, std::nullopt);
-  }
-  auto warm_start = [&]() -> Result<std::chrono::milliseconds> {
+  if (earlier_failed || !backend.ok()) return doctor::EngineCheck(config.engine, config.preload, {});
+  auto first_ready = [&](const char* engine) -> Result<std::chrono::milliseconds> {
     MCPEXEC_ASSIGN_OR_RETURN(auto plan, exec::PrepareSandboxes(config, *backend));
-    config::Config pool = config;
-    pool.engine = "pool";
+    config::Config warm = config;
+    warm.engine = engine;
     const auto start = std::chrono::steady_clock::now();
-    MCPEXEC_ASSIGN_OR_RETURN(auto engine,
-                             exec::StartEngine(pool, std::move(plan), exec::EngineUse::kOneShot));
+    MCPEXEC_ASSIGN_OR_RETURN(auto started,
+                             exec::StartEngine(warm, std::move(plan), exec::EngineUse::kOneShot));
     return std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
   };
-  return doctor::EngineCheck(config.engine, config.preload, warm_start());
+  std::vector<doctor::EngineTrial> trials;
+  for (const char* engine : {"pool", "zygote"}) trials.push_back({engine, first_ready(engine)});
+  return doctor::EngineCheck(config.engine, config.preload, trials);
 }
 
 }  // namespace

@@ -370,28 +370,43 @@ TEST(DoctorFigures, NoUsableRootfsIsAWarningNotAFailure) {
   EXPECT_THAT(c.detail, HasSubstr("see the rootfs check"));
 }
 
-TEST(DoctorEngine, ColdSaysWhatPoolWouldGive) {
-  Check c = EngineCheck("cold", {"numpy", "pandas"}, std::chrono::milliseconds(850));
+TEST(DoctorEngine, ColdSaysWhatTheWarmEnginesWouldGive) {
+  Check c = EngineCheck("cold", {"numpy", "pandas"},
+                        {{"pool", std::chrono::milliseconds(850)},
+                         {"zygote", std::chrono::milliseconds(900)}});
   EXPECT_EQ(c.status, Status::kOk);
-  EXPECT_THAT(c.detail, AllOf(StartsWith("cold (MCP_EXEC_ENGINE)"), HasSubstr("ready in 850 ms"),
-                              HasSubstr("MCP_EXEC_ENGINE=pool")));
+  EXPECT_THAT(c.detail, AllOf(StartsWith("cold (MCP_EXEC_ENGINE)"),
+                              HasSubstr("a pool sandbox was ready in 850 ms"),
+                              HasSubstr("a zygote and its first sandbox were ready in 900 ms"),
+                              HasSubstr("MCP_EXEC_ENGINE=pool or zygote")));
 }
 
-TEST(DoctorEngine, APoolThatCannotStartFailsOnlyWhenItIsTheEngine) {
+TEST(DoctorEngine, AnEngineThatCannotStartFailsOnlyWhenItIsTheEngine) {
   const Result<std::chrono::milliseconds> failed =
       MakeError(ErrorCode::kInvalidArgument, "import numpyx: ModuleNotFoundError");
-  Check pool = EngineCheck("pool", {"numpyx"}, failed);
-  EXPECT_EQ(pool.status, Status::kFail);
-  EXPECT_THAT(pool.detail, AllOf(HasSubstr("numpyx imported"), HasSubstr("ModuleNotFoundError")));
-  EXPECT_THAT(pool.fixes, ElementsAre(HasSubstr("MCP_EXEC_PRELOAD")));
-  Check cold = EngineCheck("cold", {"numpyx"}, failed);
+  const std::vector<EngineTrial> trials = {{"pool", failed}, {"zygote", failed}};
+  for (const char* engine : {"pool", "zygote"}) {
+    SCOPED_TRACE(engine);
+    Check c = EngineCheck(engine, {"numpyx"}, trials);
+    EXPECT_EQ(c.status, Status::kFail);
+    EXPECT_THAT(c.detail, AllOf(StartsWith(std::string(engine) + " (sandboxes kept ready"),
+                                HasSubstr("numpyx imported"), HasSubstr("ModuleNotFoundError")));
+    EXPECT_THAT(c.fixes, ElementsAre(HasSubstr("MCP_EXEC_PRELOAD")));
+  }
+  Check cold = EngineCheck("cold", {"numpyx"}, trials);
   EXPECT_EQ(cold.status, Status::kOk);
-  EXPECT_THAT(cold.detail, HasSubstr("does not start here"));
+  EXPECT_THAT(cold.detail, HasSubstr("did not start here"));
+  Check pool = EngineCheck("pool", {"numpy"}, {{"pool", std::chrono::milliseconds(900)},
+                                               {"zygote", failed}});
+  EXPECT_EQ(pool.status, Status::kOk) << "only the configured engine's failure fails the check";
+  EXPECT_THAT(pool.detail, AllOf(HasSubstr("a pool sandbox was ready in 900 ms"),
+                                 HasSubstr("a zygote and its first sandbox did not start")));
 }
 
-TEST(DoctorEngine, UntriedPoolWarnsOnlyWhenItIsTheEngine) {
-  EXPECT_EQ(EngineCheck("pool", {}, std::nullopt).status, Status::kWarn);
-  Check cold = EngineCheck("cold", {}, std::nullopt);
+TEST(DoctorEngine, UntriedWarmEnginesWarnOnlyWhenOneIsTheEngine) {
+  EXPECT_EQ(EngineCheck("pool", {}, {}).status, Status::kWarn);
+  EXPECT_EQ(EngineCheck("zygote", {}, {}).status, Status::kWarn);
+  Check cold = EngineCheck("cold", {}, {});
   EXPECT_EQ(cold.status, Status::kOk);
   EXPECT_THAT(cold.detail, HasSubstr("not tried"));
 }
