@@ -35,7 +35,9 @@ constexpr const char* kStartFd = "0x5";
 // and 1 s cold on the 2-core development machine.
 constexpr milliseconds kWarmRunBound(500);
 
-bool InPool() { return TestEngine() == "pool"; }
+// The engines that keep sandboxes ready: the pool's, or those the zygote forked.
+bool InPool() { return TestEngine() == "pool" || TestEngine() == "zygote"; }
+bool InZygote() { return TestEngine() == "zygote"; }
 
 // The fields of /proc/PID/stat after the command name; empty when the process is gone.
 std::vector<std::string> StatFields(pid_t pid) {
@@ -111,8 +113,9 @@ std::vector<pid_t> ProcessesInPidNamespace(const std::string& ns, unsigned long 
   return found;
 }
 
-// A sandbox the pool keeps ready, as the host sees it: the server's child (the sandbox's init),
-// whose one child, the interpreter, waits for its program on the start socket.
+// A sandbox the pool keeps ready, as the host sees it: the sandbox's init, whose one child, the
+// interpreter, waits for its program on the start socket. A pool's init is the server's child;
+// a zygote's is a child of the zygote's own init, to which it was orphaned.
 struct WaitingSandbox {
   pid_t init = -1;
   pid_t interpreter = -1;
@@ -126,17 +129,49 @@ struct WaitingSandbox {
   }
 };
 
-// Blocked in read(2) on the start socket: the agent has said ready and waits for "G".
-bool WaitsOnStartSocket(pid_t pid) {
+// What `pid` is blocked in: the syscall's number and its first argument.
+std::pair<std::string, std::string> BlockedIn(pid_t pid) {
   std::istringstream call(ReadHostFile("/proc/" + std::to_string(pid) + "/syscall"));
   std::string number, fd;
   call >> number >> fd;
-  return number == std::to_string(SYS_read) && fd == kStartFd;
+  return {number, fd};
+}
+
+// Blocked in read(2) on the start socket: the agent has said ready and waits for "G".
+bool WaitsOnStartSocket(pid_t pid) {
+  return BlockedIn(pid) == std::make_pair(std::to_string(SYS_read), std::string(kStartFd));
+}
+
+// The zygote, as the host sees it: the server's child (its sandbox's init) whose one child, the
+// zygote's interpreter, waits for forks in recvmsg(2) on its start socket. Empty in the other
+// engines.
+std::vector<pid_t> ZygotePids(pid_t server) {
+  std::vector<pid_t> found;
+  for (pid_t init : ChildrenOf(server)) {
+    for (pid_t child : ChildrenOf(init)) {
+      if (BlockedIn(child) == std::make_pair(std::to_string(SYS_recvmsg),
+                                             std::string(kStartFd))) {
+        found.insert(found.end(), {init, child});
+      }
+    }
+  }
+  return found;
 }
 
 std::vector<WaitingSandbox> WaitingSandboxes(pid_t server) {
   std::vector<WaitingSandbox> found;
-  for (pid_t init : ChildrenOf(server)) {
+  std::vector<pid_t> inits;
+  if (InZygote()) {
+    const std::vector<pid_t> zygote = ZygotePids(server);
+    for (size_t i = 0; i + 1 < zygote.size(); i += 2) {
+      for (pid_t child : ChildrenOf(zygote[i])) {
+        if (child != zygote[i + 1]) inits.push_back(child);
+      }
+    }
+  } else {
+    inits = ChildrenOf(server);
+  }
+  for (pid_t init : inits) {
     const std::vector<pid_t> children = ChildrenOf(init);
     if (children.size() != 1 || !WaitsOnStartSocket(children[0])) continue;
     found.push_back(
@@ -175,8 +210,10 @@ json ScanRanges() {
 }
 
 // The server's pid and those of its waiting sandboxes' processes.
+// The server's pid, the zygote's and those of its waiting sandboxes' processes.
 json HostPids(pid_t server, const std::vector<WaitingSandbox>& waiting) {
   json pids = json::array({server});
+  for (pid_t pid : ZygotePids(server)) pids.push_back(pid);
   for (const WaitingSandbox& w : waiting) {
     pids.push_back(w.init);
     pids.push_back(w.interpreter);
@@ -280,7 +317,7 @@ std::vector<WaitingSandbox> ExpectOnlyThePoolLeft(pid_t server) {
   const std::vector<WaitingSandbox> waiting = WaitForPool(server, InPool() ? kPoolSize : 0);
   EXPECT_EQ(waiting.size(), InPool() ? kPoolSize : 0u)
       << "the pool did not refill; the server's processes:" << DescribePids(Descendants(server));
-  std::vector<pid_t> pool;
+  std::vector<pid_t> pool = ZygotePids(server);
   for (const WaitingSandbox& w : waiting) pool.insert(pool.end(), {w.init, w.interpreter});
   std::sort(pool.begin(), pool.end());
   std::vector<pid_t> left;
@@ -439,8 +476,9 @@ TEST_P(Adversarial, XRUN_02_ConcurrentRunsCannotSeeOrSignalEachOther) {
 // XRUN-03: with two sandboxes waiting, a run looks for them (python processes in /proc, their
 // host pids by signal, pidfd, ptrace and process_vm_readv, the start socket, /dev/shm) and
 // kills every process it can (kill(-1, SIGKILL)). The sandbox that waited through it is
-// unchanged on the host and serves the next run warm, as does the one made meanwhile. In cold
-// there is no pool: the run finds as little, and the host checks that nothing waits.
+// unchanged on the host and serves the next run warm, as does the one made meanwhile. In zygote
+// the zygote's own pids are among those attacked, and it is unchanged too. In cold there is no
+// pool: the run finds as little, and the host checks that nothing waits.
 TEST_P(Adversarial, XRUN_03_ARunCannotReachThePoolsWaitingSandboxes) {
   Server server(runner_);
   ASSERT_EQ(server.Problem(), "");
@@ -487,6 +525,9 @@ TEST_P(Adversarial, XRUN_03_ARunCannotReachThePoolsWaitingSandboxes) {
         << "the waiting interpreter is gone or was replaced";
     EXPECT_TRUE(WaitsOnStartSocket(w.interpreter)) << "the waiting interpreter no longer waits";
     EXPECT_EQ(ChildrenOf(w.init), std::vector<pid_t>{w.interpreter});
+  }
+  if (InZygote()) {
+    EXPECT_EQ(ZygotePids(server.Pid()).size(), 2u) << "the zygote is gone or was replaced";
   }
 
   // The next two runs: the one that waited through the hunt, then the one made meanwhile.

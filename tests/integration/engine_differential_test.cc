@@ -36,7 +36,7 @@ namespace {
 using nlohmann::json;
 
 // The engines every program runs under, cold first: the others are compared with it.
-constexpr std::array<const char*, 2> kEngines = {"cold", "pool"};
+constexpr std::array<const char*, 3> kEngines = {"cold", "pool", "zygote"};
 
 // Result members that measure the run or the host rather than the program; every other member
 // must be equal across engines.

@@ -7,19 +7,24 @@
 
 #include <cerrno>
 #include <chrono>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "../support/host_processes.h"
 #include "../support/sandbox_runner.h"
 #include "config/config.h"
 #include "exec/exec.h"
 #include "sandbox/plan.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/zygote.h"
 
 namespace mcpexec::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using nlohmann::json;
 
 class SandboxLibraryTest : public ::testing::Test {
  protected:
@@ -154,6 +159,161 @@ TEST_F(WarmSandboxTest, APoolWithNothingReadyRunsCold) {
   auto cold = (*engine)->Run(program, sandbox::RunLimits{}, {});
   ASSERT_TRUE(cold.ok()) << cold.error().message;
   EXPECT_EQ(cold->stdout_data, "False\n") << "a cold run";
+}
+
+// The zygote engine's sandboxes, through the same library calls.
+class ZygoteTest : public WarmSandboxTest {
+ protected:
+  std::shared_ptr<sandbox::Zygote> StartZygote(std::vector<std::string> preload) {
+    sandbox::SandboxSpec spec = plan_->Spec();
+    spec.warm = true;
+    spec.zygote = true;
+    spec.preload = std::move(preload);
+    auto plan = sandbox::Compile(spec, plan_->LimitsBackend());
+    EXPECT_TRUE(plan.ok()) << plan.error().message;
+    if (!plan.ok()) return nullptr;
+    auto zygote = sandbox::Zygote::Start(*plan, std::chrono::seconds(30));
+    EXPECT_TRUE(zygote.ok()) << zygote.error().message;
+    return zygote.ok() ? *zygote : nullptr;
+  }
+};
+
+// What must differ between two runs forked from one zygote (the zygote seeded its generators
+// once): a fork reseeds them.
+constexpr const char* kForkProbe = R"py(
+import json, os, random, sys, tempfile, uuid
+import numpy
+fd, name = tempfile.mkstemp()
+print(json.dumps({
+    "preloaded": "numpy" in sys.modules and "decimal" in sys.modules, "pid": os.getpid(),
+    "pid namespace": os.readlink("/proc/self/ns/pid"), "net namespace": os.readlink("/proc/self/ns/net"),
+    "random": random.random(), "numpy": float(numpy.random.random()), "uuid4": str(uuid.uuid4()),
+    "tempfile": name, "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+}))
+)py";
+
+TEST_F(ZygoteTest, EachForkIsAFreshSandboxWithItsOwnRandomState) {
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"numpy", "decimal"});
+  ASSERT_NE(zygote, nullptr);
+  std::vector<json> seen;
+  for (int i = 0; i < 2; ++i) {
+    auto box = zygote->Fork(std::chrono::seconds(30));
+    ASSERT_TRUE(box.ok()) << box.error().message;
+    EXPECT_TRUE(box->Waiting());
+    auto result = box->Run(sandbox::Program{kForkProbe, ""}, sandbox::RunLimits{});
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    ASSERT_EQ(result->exit_code, 0) << result->stderr_data;
+    EXPECT_TRUE(result->warm);
+    seen.push_back(json::parse(result->stdout_data));
+  }
+  EXPECT_EQ(zygote->Forks(), 2u);
+  for (const json& run : seen) {
+    EXPECT_EQ(run["preloaded"], true);
+    EXPECT_EQ(run["pid"], 2);
+    EXPECT_EQ(run["pids"], json({1, 2})) << "only the run's init and program";
+  }
+  for (const char* member :
+       {"pid namespace", "net namespace", "random", "numpy", "uuid4", "tempfile"}) {
+    EXPECT_NE(seen[0][member], seen[1][member]) << member << " is the same in two forks";
+  }
+}
+
+TEST_F(ZygoteTest, TheZygoteLivesAsLongAsTheSandboxesItForked) {
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({});
+  ASSERT_NE(zygote, nullptr);
+  const pid_t init = zygote->InitPid();
+  {
+    auto box = zygote->Fork(std::chrono::seconds(30));
+    ASSERT_TRUE(box.ok()) << box.error().message;
+    zygote.reset();
+    EXPECT_TRUE(Alive(init)) << "the zygote died before the sandbox it forked ran";
+    auto result = box->Run(sandbox::Program{"print(6 * 7)", ""}, sandbox::RunLimits{});
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result->stdout_data, "42\n");
+  }
+  EXPECT_FALSE(Alive(init)) << "the zygote outlived the last sandbox it forked";
+}
+
+TEST_F(ZygoteTest, ADeadZygoteForksNothing) {
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({});
+  ASSERT_NE(zygote, nullptr);
+  ASSERT_EQ(kill(zygote->InitPid(), SIGKILL), 0);
+  for (int i = 0; i < 100 && zygote->Alive(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(zygote->Alive());
+  auto box = zygote->Fork(std::chrono::seconds(5));
+  ASSERT_FALSE(box.ok());
+  EXPECT_THAT(box.error().message, HasSubstr("zygote"));
+}
+
+TEST_F(ZygoteTest, AFailedPreloadStopsTheZygoteAtStart) {
+  sandbox::SandboxSpec spec = plan_->Spec();
+  spec.warm = spec.zygote = true;
+  spec.preload = {"no_such_module_here"};
+  auto plan = sandbox::Compile(spec, plan_->LimitsBackend());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  auto zygote = sandbox::Zygote::Start(*plan, std::chrono::seconds(30));
+  ASSERT_FALSE(zygote.ok());
+  EXPECT_THAT(zygote.error().message, HasSubstr("import no_such_module_here"));
+}
+
+TEST_F(ZygoteTest, AnEngineWhoseZygoteDiedRunsColdThenForksFromANewOne) {
+  config::Config config = config::Defaults(HostSetup::Get().Rootfs());
+  config.engine = "zygote";
+  config.preload = {"decimal"};
+  config.pool_size = 1;
+  auto engine = exec::StartEngine(config, plan_, exec::EngineUse::kServe);
+  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  const sandbox::Program program{"import sys\nprint('decimal' in sys.modules)", ""};
+  auto warm = (*engine)->Run(program, sandbox::RunLimits{}, {});
+  ASSERT_TRUE(warm.ok()) << warm.error().message;
+  EXPECT_EQ(warm->stdout_data, "True\n");
+  // The zygote's init is the only child of this process that is not a sandbox's first
+  // process: kill every child, and the zygote with them.
+  for (pid_t child : ChildrenOf(getpid())) kill(child, SIGKILL);
+  bool cold = false, warm_again = false;
+  for (int i = 0; i < 50 && !(cold && warm_again); ++i) {
+    auto result = (*engine)->Run(program, sandbox::RunLimits{}, {});
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    cold |= result->stdout_data == "False\n";
+    warm_again |= cold && result->stdout_data == "True\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(warm_again) << "no run came from a new zygote";
+}
+
+// The string hash seed is fixed when an interpreter starts: the runs of one zygote share it, and
+// a new zygote has its own. With MCP_EXEC_ZYGOTE_MAX_FORKS=2 the seed keeps changing; with the
+// default it does not.
+TEST_F(ZygoteTest, AZygoteIsReplacedAfterItsForks) {
+  for (const int max_forks : {1000, 2}) {
+    SCOPED_TRACE("MCP_EXEC_ZYGOTE_MAX_FORKS=" + std::to_string(max_forks));
+    config::Config config = config::Defaults(HostSetup::Get().Rootfs());
+    config.engine = "zygote";
+    config.preload = {"decimal"};
+    config.pool_size = 1;
+    config.zygote_max_forks = max_forks;
+    auto engine = exec::StartEngine(config, plan_, exec::EngineUse::kServe);
+    ASSERT_TRUE(engine.ok()) << engine.error().message;
+    std::set<std::string> seeds;
+    int runs = 0;
+    for (; runs < 30 && seeds.size() < 3; ++runs) {
+      auto result = (*engine)->Run(
+          sandbox::Program{"import sys\nprint('decimal' in sys.modules, hash('x'))", ""},
+          sandbox::RunLimits{}, {});
+      ASSERT_TRUE(result.ok()) << result.error().message;
+      if (result->stdout_data.rfind("True ", 0) == 0) seeds.insert(result->stdout_data);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the refill
+      if (max_forks != 2 && runs == 7) break;
+    }
+    if (max_forks == 2) {
+      EXPECT_GE(seeds.size(), 3u) << "the zygote was not replaced every 2 forks (" << runs
+                                  << " runs)";
+    } else {
+      EXPECT_EQ(seeds.size(), 1u) << "a zygote's runs share its hash seed";
+    }
+  }
 }
 
 }  // namespace

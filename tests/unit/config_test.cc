@@ -184,6 +184,16 @@ TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
   EXPECT_EQ(c.engine, "cold");
   EXPECT_EQ(c.pool_size, 2);
   EXPECT_EQ(c.preload, (std::vector<std::string>{"numpy", "pandas", "matplotlib.pyplot"}));
+  EXPECT_EQ(c.zygote_max_forks, 1000);
+  EXPECT_EQ(c.zygote_max_age_s, 600);
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENGINE", "zygote"},
+                            {"MCP_EXEC_ZYGOTE_MAX_FORKS", "5"},
+                            {"MCP_EXEC_ZYGOTE_MAX_AGE_S", "30"}}),
+                       c)
+                  .ok());
+  EXPECT_EQ(c.engine, "zygote");
+  EXPECT_EQ(c.zygote_max_forks, 5);
+  EXPECT_EQ(c.zygote_max_age_s, 30);
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENGINE", "pool"},
                             {"MCP_EXEC_POOL_SIZE", "8"},
                             {"MCP_EXEC_PRELOAD", " scipy.stats ,_private,numpy2 "}}),
@@ -200,6 +210,9 @@ TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
            {"MCP_EXEC_ENGINE", ""},
            {"MCP_EXEC_POOL_SIZE", "0"},
            {"MCP_EXEC_POOL_SIZE", "65"},
+           {"MCP_EXEC_ZYGOTE_MAX_FORKS", "0"},
+           {"MCP_EXEC_ZYGOTE_MAX_AGE_S", "0"},
+           {"MCP_EXEC_ZYGOTE_MAX_AGE_S", "86401"},
            {"MCP_EXEC_PRELOAD", "numpy,,pandas"},
            {"MCP_EXEC_PRELOAD", "numpy,"},
            {"MCP_EXEC_PRELOAD", "os; import socket"},
