@@ -59,6 +59,16 @@ Error AgentLost(const LaunchPlan& plan, int report_fd) {
 
 }  // namespace
 
+void Sandbox::Hold(UniqueFd workspace, Pipe& report, Pipe& start, Pipe& in, Pipe& out,
+                   Pipe& err) {
+  workspace_ = std::move(workspace);
+  report_ = std::move(report.read);
+  start_ = std::move(start.read);
+  stdin_ = std::move(in.write);
+  stdout_ = std::move(out.read);
+  stderr_ = std::move(err.read);
+}
+
 Result<void> Sandbox::WaitForAgent(std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -149,12 +159,7 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
     if (!workspace.Valid()) {
       return MakeError(ErrorCode::kInternal, "the sandbox reported ready without its workspace");
     }
-    sandbox.workspace_ = std::move(workspace);
-    sandbox.report_ = std::move(report.read);
-    sandbox.start_ = std::move(start.read);
-    sandbox.stdin_ = std::move(in.write);
-    sandbox.stdout_ = std::move(out.read);
-    sandbox.stderr_ = std::move(err.read);
+    sandbox.Hold(std::move(workspace), report, start, in, out, err);
     if (view.warm) {
       MCPEXEC_RETURN_IF_ERROR(sandbox.WaitForAgent(deadline));
       // The preloads are the sandbox's, not the program's: the limits apply on top of them.

@@ -56,6 +56,9 @@ class Sandbox {
  private:
   friend class Zygote;  // makes the sandboxes it forks
   Sandbox() = default;
+  // Takes the supervisor's ends of a ready sandbox's descriptors (read ends of the sockets and
+  // output pipes, the write end of stdin).
+  void Hold(UniqueFd workspace, Pipe& report, Pipe& start, Pipe& in, Pipe& out, Pipe& err);
   // Waits for the warm interpreter's "R" on the start socket.
   Result<void> WaitForAgent(std::chrono::steady_clock::time_point deadline);
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/sys.h"
+#include "sandbox/child/rights_message.h"
 #include "sandbox/sandbox_messages.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/warm_agent.h"
@@ -22,16 +23,8 @@ Result<void> SendFork(int zygote, const int (&fds)[5]) {
   const char message = kZygoteFork;
   iovec iov{const_cast<char*>(&message), 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof fds);
-  memcpy(CMSG_DATA(cmsg), fds, sizeof fds);
+  msghdr msg;
+  PrepareRightsMessage(msg, iov, control, sizeof control, fds, 5);
   for (;;) {
     if (sendmsg(zygote, &msg, MSG_NOSIGNAL) == 1) return Ok();
     if (errno == EINTR) continue;
@@ -161,12 +154,7 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
   // What the fork holds (its page tables, its first process) is the sandbox's, not the
   // program's: the limits apply on top, as in a pool sandbox.
   if (sandbox.cgroup_) MCPEXEC_RETURN_IF_ERROR(sandbox.cgroup_->ExcludeCurrentUsage());
-  sandbox.workspace_ = std::move(workspace);
-  sandbox.report_ = std::move(report.read);
-  sandbox.start_ = std::move(start.read);
-  sandbox.stdin_ = std::move(in.write);
-  sandbox.stdout_ = std::move(out.read);
-  sandbox.stderr_ = std::move(err.read);
+  sandbox.Hold(std::move(workspace), report, start, in, out, err);
   return sandbox;
 }
 

@@ -1,5 +1,7 @@
 #include "sandbox/child/child.h"
 
+#include "sandbox/child/rights_message.h"
+
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <net/if.h>
@@ -228,16 +230,8 @@ void ReportReady(const PlanView& plan) noexcept {
   ready.type = ReportType::kReady;
   iovec iov{&ready, sizeof ready};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(cmsg), &workspace, sizeof(int));
+  msghdr msg;
+  PrepareRightsMessage(msg, iov, control, sizeof control, &workspace, 1);
   ssize_t n;
   do {
     n = sendmsg(kFdReport, &msg, MSG_NOSIGNAL);
