@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli/default_rootfs.h"
 #include "cli/doctor_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
@@ -11,9 +12,6 @@
 
 #ifndef MCPEXEC_VERSION
 #error "MCPEXEC_VERSION must be defined by the build"
-#endif
-#ifndef MCPEXEC_DEFAULT_ROOTFS
-#error "MCPEXEC_DEFAULT_ROOTFS must be defined by the build"
 #endif
 
 int main(int argc, char** argv, char** envp) {
@@ -37,10 +35,9 @@ int main(int argc, char** argv, char** envp) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (run->parsed()) return mcpexec::cli::RunCommand(MCPEXEC_DEFAULT_ROOTFS, run_options);
-  if (serve->parsed()) {
-    return mcpexec::cli::ServeCommand(MCPEXEC_DEFAULT_ROOTFS, MCPEXEC_VERSION, serve_options);
-  }
-  if (doctor->parsed()) return mcpexec::cli::DoctorCommand(MCPEXEC_DEFAULT_ROOTFS, doctor_options);
+  const std::string rootfs = mcpexec::cli::kDefaultRootfs;
+  if (run->parsed()) return mcpexec::cli::RunCommand(rootfs, run_options);
+  if (serve->parsed()) return mcpexec::cli::ServeCommand(rootfs, MCPEXEC_VERSION, serve_options);
+  if (doctor->parsed()) return mcpexec::cli::DoctorCommand(rootfs, doctor_options);
   return 2;
 }
