@@ -171,7 +171,10 @@ class PoolEngine final : public Engine {
  public:
   PoolEngine(std::shared_ptr<const sandbox::LaunchPlan> cold,
              std::unique_ptr<SandboxSource> source, const PoolOptions& options)
-      : cold_(std::move(cold)), source_(std::move(source)), options_(options) {}
+      : cold_(std::move(cold)),
+        source_(std::move(source)),
+        options_(options),
+        stamp_(StampOf(*cold_)) {}
 
   ~PoolEngine() override {
     {
@@ -196,10 +199,11 @@ class PoolEngine final : public Engine {
 
   Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
                                  const sandbox::RunHooks& hooks) override {
+    const bool rootfs_changed = DropIfRootfsChanged();
     bool made_for_run = false;
     for (;;) {
       std::optional<sandbox::Sandbox> box = Take();
-      if (!box && !made_for_run) {
+      if (!box && !made_for_run && !rootfs_changed) {
         box = source_->MakeForRun();
         made_for_run = true;
       }
@@ -214,6 +218,24 @@ class PoolEngine final : public Engine {
   }
 
  private:
+  // Sandboxes prepared before the rootfs was replaced or removed hold the old one, which no run
+  // may get once that is seen: they are dropped, and this run is cold (an error if the rootfs is
+  // gone). The refill makes new ones (for the zygote, from a new zygote) from the new rootfs.
+  bool DropIfRootfsChanged() {
+    const RootfsStamp now = StampOf(*cold_);
+    std::deque<sandbox::Sandbox> dropped;
+    {
+      std::lock_guard lock(mutex_);
+      if (now == stamp_) return false;
+      stamp_ = now;
+      dropped.swap(ready_);
+    }
+    log::Info("the rootfs changed; the sandboxes prepared from it are dropped",
+              {{"engine", source_->Name()}, {"dropped", static_cast<int64_t>(dropped.size())}});
+    changed_.notify_all();
+    return true;
+  }
+
   std::optional<sandbox::Sandbox> Take() {
     std::optional<sandbox::Sandbox> box;
     {
@@ -272,6 +294,7 @@ class PoolEngine final : public Engine {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<sandbox::Sandbox> ready_;
+  RootfsStamp stamp_;  // the rootfs the ready sandboxes were made from
   size_t made_ = 0;
   bool stopping_ = false;
   std::optional<Error> first_error_;
