@@ -135,7 +135,7 @@ class ZygoteSource final : public SandboxSource {
 
   std::optional<sandbox::Sandbox> MakeForRun() override {
     std::shared_ptr<const sandbox::Zygote> zygote = Current();
-    if (!zygote || !zygote->Alive()) return std::nullopt;
+    if (!zygote || !zygote->Alive() || RootfsChanged()) return std::nullopt;
     Result<sandbox::Sandbox> box = zygote->Fork(kZygoteTimeout);
     if (box.ok()) return std::move(*box);
     log::Warn("the zygote could not fork a run; it runs cold", {{"error", box.error().message}});
@@ -151,13 +151,15 @@ class ZygoteSource final : public SandboxSource {
     std::lock_guard lock(mutex_);
     zygote_ = std::move(zygote);
   }
-  bool Stale(const sandbox::Zygote& zygote) {
-    if (zygote.Forks() >= options_.zygote_max_forks) return true;
-    if (std::chrono::steady_clock::now() - zygote.Started() >= options_.zygote_max_age) {
-      return true;
-    }
+  bool RootfsChanged() {
+    const RootfsStamp now = StampOf(*plan_);
     std::lock_guard lock(mutex_);
-    return !(StampOf(*plan_) == stamp_);
+    return !(now == stamp_);
+  }
+  bool Stale(const sandbox::Zygote& zygote) {
+    return zygote.Forks() >= options_.zygote_max_forks ||
+           std::chrono::steady_clock::now() - zygote.Started() >= options_.zygote_max_age ||
+           RootfsChanged();
   }
 
   const std::shared_ptr<const sandbox::LaunchPlan> plan_;
@@ -264,9 +266,13 @@ class PoolEngine final : public Engine {
     for (;;) {
       changed_.wait(lock, [this] { return stopping_ || NeedsOne(); });
       if (stopping_) return;
+      const RootfsStamp made_from = stamp_;
       lock.unlock();
       Result<sandbox::Sandbox> box = source_->Make();
       lock.lock();
+      // A run saw the rootfs change while this one was made, maybe from the old one: it is
+      // dropped (rare enough to be destroyed under the lock).
+      if (box.ok() && !(made_from == stamp_)) continue;
       if (box.ok()) {
         ready_.push_back(std::move(*box));
         ++made_;
