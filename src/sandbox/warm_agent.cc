@@ -207,6 +207,9 @@ def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_fo
     PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
     PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 47, 4, 22, 2
     ulong = ctypes.c_ulong
+    # The zygote reaps its children from a SIGCHLD handler; the run's init must not inherit it,
+    # or a program that ended before the init reached its wait loop would be reaped unreported.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     check(prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "set the parent-death signal")
     if os.getppid() != zygote_pid:
         os._exit(0)
@@ -271,7 +274,6 @@ def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_fo
         report.detach()
         start.detach()
         os.close(3)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's
         # An interpreter that execve() started is dumpable: its /proc/self is its own to write.
         check(prctl(PR_SET_DUMPABLE, 1), "make the program dumpable")
         os.setsid()
