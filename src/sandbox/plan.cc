@@ -54,6 +54,7 @@ constexpr size_t kMaxSkeletonEntries = 64;
 constexpr uintmax_t kMaxSkeletonBytes = 1 << 20;
 
 constexpr unsigned long kProcFlags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+constexpr uint64_t kZygoteWorkspaceBytes = 8ull << 20;
 constexpr unsigned long kRoRemount = MS_BIND | MS_REMOUNT | MS_RDONLY;
 
 // A read-only remount inside a user namespace must keep the flags the kernel locked on the
@@ -253,7 +254,11 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
   // only where a /proc is fully visible: the zygote's has no masks, and runs no program.
   if (!spec.zygote) AddProcMaskOps(root + "/proc", ops);
   AddDevOps(root + "/dev", spec.shm_bytes, ops);
-  MCPEXEC_RETURN_IF_ERROR(AddWorkspaceOps(spec, root, root, root + kWorkspaceDir, ops));
+  // A zygote's own /tmp holds only its agent (removed once it runs, but larger than a small
+  // MCP_EXEC_WORKSPACE_BYTES) and HOME's skeleton; each of its runs mounts its own.
+  SandboxSpec own = spec;
+  if (spec.zygote) own.workspace_bytes = std::max(spec.workspace_bytes, kZygoteWorkspaceBytes);
+  MCPEXEC_RETURN_IF_ERROR(AddWorkspaceOps(own, root, root, root + kWorkspaceDir, ops));
   ops.push_back(Simple(MountOpKind::kPivotRoot, "", root, 0, "pivot_root into the rootfs"));
   return ops;
 }
