@@ -232,6 +232,7 @@ class Server {
             runner.StartCommand({runner.Binary(), "serve", "--transport", "http", "--addr",
                                  "127.0.0.1:" + std::to_string(port_), "--rootfs", runner.Rootfs()},
                                 WithEnv({"MCP_EXEC_POOL_SIZE=" + std::to_string(kPoolSize),
+                                         "MCP_EXEC_PRELOAD=numpy,pandas,matplotlib.pyplot",
                                          "MCP_EXEC_MAX_CONCURRENCY=2"}))) {
     // The pool serves once its first sandbox is ready: give it longer than WaitForHealthz does.
     for (int i = 0; i < 12 && !up_; ++i) up_ = WaitForHealthz(port_);

@@ -112,8 +112,12 @@ pid_t Spawn(const std::vector<std::string>& argv, const LaunchOptions& options,
   std::vector<std::string> env_strings = {kChildPath};
   env_strings.insert(env_strings.end(), options.env.begin(), options.env.end());
   std::vector<std::string> defaults = LimitsEnv(id);
-  // A `serve` under test gets the suite's engine too (`run` takes it as --engine, RunArgv).
+  // A `serve` under test gets the suite's engine too (`run` takes it as --engine, RunArgv), and
+  // both get the suite's preloads (tests/meson.build).
   if (!TestEngine().empty()) defaults.push_back("MCP_EXEC_ENGINE=" + TestEngine());
+  if (const char* preload = std::getenv("MCP_EXEC_PRELOAD")) {
+    defaults.push_back(std::string("MCP_EXEC_PRELOAD=") + preload);
+  }
   for (const std::string& var : defaults) {
     const std::string name = var.substr(0, var.find('=') + 1);
     bool set = false;
