@@ -151,8 +151,8 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
   // in the run's pids (and in its user namespace's process count, the rlimit backend's).
   MCPEXEC_RETURN_IF_ERROR(WaitUntilReaped(first.pidfd.Get(), deadline));
   first.pidfd.Reset();
-  // What the fork holds (its page tables, its first process) is the sandbox's, not the
-  // program's: the limits apply on top, as in a pool sandbox.
+  // What the fork holds (its processes' page tables and the pages they have written) is the
+  // sandbox's, not the program's: the limits apply on top, as in a pool sandbox.
   if (sandbox.cgroup_) MCPEXEC_RETURN_IF_ERROR(sandbox.cgroup_->ExcludeCurrentUsage());
   sandbox.Hold(std::move(workspace), report, start, in, out, err);
   return sandbox;
