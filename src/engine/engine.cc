@@ -67,8 +67,8 @@ class WarmSource final : public SandboxSource {
 
 constexpr auto kZygoteTimeout = std::chrono::seconds(30);
 
-// What identifies the rootfs a zygote has mounted: a rebuilt one is a new directory or a new
-// interpreter.
+// What identifies the rootfs that prepared sandboxes (and a zygote) have mounted: a rebuilt one
+// is a new directory or a new interpreter. Two stat(2)s, cheap enough for every run.
 struct RootfsStamp {
   dev_t dev = 0;
   ino_t dir = 0, python = 0;

@@ -137,7 +137,8 @@ def _agent(ctl, modules, zygote=None):
 # stdin, stdout, stderr, report and start descriptors (docs/engine.md has the protocol). It never
 # runs a program: returns only in a run's program process, once that is fully confined.
 def _zygote(ctl, setup):
-    import os, sys, socket, ctypes, struct, fcntl, resource, signal, random
+    # Everything a run's processes import, imported before "R": no fork imports anything.
+    import os, sys, socket, ctypes, struct, fcntl, resource, signal, random, errno
     libc = ctypes.CDLL(None, use_errno=True)
     ulong = ctypes.c_ulong
 
@@ -203,7 +204,7 @@ def _zygote(ctl, setup):
 # mounts, drops every capability, reports as a cold init does, and forks the program's process
 # (PID 2), which applies the rlimits and seccomp filter and returns.
 def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_format):
-    import os, sys, socket, ctypes, struct, fcntl, resource, signal, random
+    import os, sys, socket, ctypes, struct, fcntl, resource, signal, random, errno
     PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
     PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 47, 4, 22, 2
     ulong = ctypes.c_ulong
@@ -249,7 +250,7 @@ def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_fo
                 os.write(out, content)
                 os.close(out)
         except OSError as e:
-            if not (optional and e.errno == 2):
+            if not (optional and e.errno == errno.ENOENT):
                 raise
     socket.sethostname(setup["hostname"])
     lo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
