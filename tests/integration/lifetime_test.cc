@@ -50,10 +50,14 @@ def count_marked():
     return n
 
 def wait_for_marked(count):
+    # Returns the count that met the wait: a process in the middle of execve can drop out of
+    # a later reading of /proc for a moment.
     deadline = time.time() + 5
-    while count_marked() < count and time.time() < deadline:
+    n = count_marked()
+    while n < count and time.time() < deadline:
         time.sleep(0.01)
-    return count_marked()
+        n = count_marked()
+    return n
 )py";
 
 // However a test ends, kills what it left behind: the sandbox's init when it is known (its death
