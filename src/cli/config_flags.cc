@@ -61,8 +61,9 @@ constexpr FlagSpec kFlags[] = {
      "As root: the unprivileged host uid the sandbox user maps to (default 65532)", false},
     {"--host-gid", "MCP_EXEC_HOST_GID", "As root: likewise for the gid", false},
     {"--engine", "MCP_EXEC_ENGINE",
-     "cold | pool | zygote: pool keeps sandboxes ready with MCP_EXEC_PRELOAD imported, zygote "
-     "forks them from one interpreter that has (default cold)",
+     "auto | cold | pool | zygote: pool keeps sandboxes ready with MCP_EXEC_PRELOAD imported, "
+     "zygote forks them from one interpreter that has; auto is the first of zygote, pool and "
+     "cold that starts here (default auto)",
      true},
     {"--pool-size", "MCP_EXEC_POOL_SIZE",
      "Sandboxes the pool (or zygote) keeps ready, 1 to 64 (default 2)", true},

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "exec/engine_choice.h"
 #include "sandbox/plan.h"
 #include "sandbox/spec.h"
 #include "sandbox/workspace_files.h"
@@ -469,20 +470,61 @@ Check FiguresCheck(const std::string& rootfs, std::optional<bool> captures, int 
   return c;
 }
 
+namespace {
+
+// What an engine gives, for the engine check.
+std::string EngineWords(const std::string& engine, const std::string& modules) {
+  if (engine == "cold") return "cold: every run starts its own interpreter and imports";
+  if (engine == "zygote") {
+    return "zygote (sandboxes kept ready, forked from an interpreter with " + modules +
+           " imported)";
+  }
+  return "pool (sandboxes kept ready with " + modules + " imported)";
+}
+
+}  // namespace
+
 Check EngineCheck(const std::string& engine, const std::vector<std::string>& preload,
                   const std::vector<EngineTrial>& trials) {
   Check c = NewCheck(kEngineCheck);
   std::string modules;
   for (const std::string& m : preload) modules += (modules.empty() ? "" : ",") + m;
   if (modules.empty()) modules = "nothing";
-  if (engine == "cold") {
-    c.detail = "cold (MCP_EXEC_ENGINE): every run starts its own interpreter and imports";
-  } else if (engine == "zygote") {
-    c.detail = "zygote (sandboxes kept ready, forked from an interpreter with " + modules +
-               " imported) (MCP_EXEC_ENGINE=zygote)";
+  const std::string preload_fix =
+      "set MCP_EXEC_PRELOAD to modules the rootfs has (`mcp-exec run --code 'import M'` shows "
+      "what fails), or MCP_EXEC_ENGINE=cold";
+  if (engine != "auto") {
+    c.detail = EngineWords(engine, modules) + " (MCP_EXEC_ENGINE=" + engine + ")";
+  } else if (trials.empty()) {
+    c.detail = "auto (MCP_EXEC_ENGINE): not chosen";
   } else {
-    c.detail = "pool (sandboxes kept ready with " + modules + " imported) (MCP_EXEC_ENGINE=" +
-               engine + ")";
+    // The choice `serve` makes (exec::StartEngine), over the trials below.
+    std::vector<exec::PassedOver> passed_over;
+    const auto chosen = exec::ChooseAuto<std::string>(
+        [&](const char* name) -> Result<std::string> {
+          if (std::string(name) == "cold") return std::string(name);
+          for (const EngineTrial& t : trials) {
+            if (t.engine != name) continue;
+            if (t.ready.ok()) return t.engine;
+            return t.ready.error();
+          }
+          return MakeError(ErrorCode::kUnavailable, "not tried");
+        },
+        passed_over);
+    if (!chosen.ok()) {
+      c.detail = "auto (MCP_EXEC_ENGINE) chooses no engine";
+      c.status = Status::kFail;
+      c.fixes = {preload_fix};
+    } else if (passed_over.empty()) {
+      c.detail = "auto (MCP_EXEC_ENGINE) chooses " + EngineWords(*chosen, modules) +
+                 ", the fastest engine";
+    } else {
+      c.detail = "auto (MCP_EXEC_ENGINE) chooses " + EngineWords(*chosen, modules) +
+                 ", as a faster engine does not start here";
+      c.status = Status::kWarn;
+      c.fixes = {"the trials below say what the faster engine lacks here; MCP_EXEC_ENGINE=" +
+                 *chosen + " chooses this one without trying the others at start"};
+    }
   }
   if (trials.empty()) {
     c.detail += "; the warm engines were not tried (see the checks above)";
@@ -500,11 +542,10 @@ Check EngineCheck(const std::string& engine, const std::vector<std::string>& pre
     c.detail += "; " + what + " did not start here: " + trial.ready.error().message;
     if (trial.engine != engine) continue;
     c.status = Status::kFail;
-    c.fixes = {"set MCP_EXEC_PRELOAD to modules the rootfs has (`mcp-exec run --code 'import M'` "
-               "shows what fails), or MCP_EXEC_ENGINE=cold"};
+    c.fixes = {preload_fix};
   }
   if (engine == "cold" && c.status == Status::kOk) {
-    c.detail += ": MCP_EXEC_ENGINE=pool or zygote makes runs start warm";
+    c.detail += ": MCP_EXEC_ENGINE=auto makes runs start warm";
   }
   return c;
 }

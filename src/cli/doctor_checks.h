@@ -117,9 +117,10 @@ struct EngineTrial {
   Result<std::chrono::milliseconds> ready;
 };
 
-// Check 6: the engine `serve` uses (MCP_EXEC_ENGINE), and whether the warm engines start here,
-// with `preload` imported: `trials` is empty when an earlier check failed and none was tried.
-// An engine that cannot start fails only when it is the configured one.
+// Check 6: the engine `serve` uses (MCP_EXEC_ENGINE; for auto, the one it chooses from
+// `trials`, and why), and whether the warm engines start here, with `preload` imported: `trials`
+// is empty when an earlier check failed and none was tried. An engine that cannot start fails
+// only when it is the configured one, or auto's for want of its preloads.
 Check EngineCheck(const std::string& engine, const std::vector<std::string>& preload,
                   const std::vector<EngineTrial>& trials);
 

@@ -139,7 +139,7 @@ Check EngineCheckFor(const config::Config& config,
         std::chrono::steady_clock::now() - start);
   };
   std::vector<doctor::EngineTrial> trials;
-  for (const char* engine : {"pool", "zygote"}) trials.push_back({engine, first_ready(engine)});
+  for (const char* engine : exec::kAutoOrder) trials.push_back({engine, first_ready(engine)});
   return doctor::EngineCheck(config.engine, config.preload, trials);
 }
 

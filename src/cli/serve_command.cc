@@ -113,7 +113,12 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Error("cannot prepare sandboxes", {{"error", plan.error().message}});
     return 1;
   }
-  auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kServe);
+  std::vector<exec::PassedOver> passed_over;
+  auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kServe, &passed_over);
+  for (const exec::PassedOver& p : passed_over) {
+    log::Warn("an engine does not start here; runs take a slower one",
+              {{"engine", p.engine}, {"error", p.error.message}});
+  }
   if (!engine.ok()) {
     log::Error("cannot start the engine", {{"engine", config->engine},
                                            {"error", engine.error().message}});
@@ -148,7 +153,8 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   }
   log::Info("starting", {{"version", version},
                          {"transport", config->transport},
-                         {"engine", config->engine},
+                         {"engine", (*engine)->Name()},
+                         {"engine_setting", config->engine},
                          {"rootfs", (*plan)->Spec().rootfs},
                          {"seccomp_profile", config->seccomp_profile},
                          {"limits_backend", limits::BackendName((*plan)->Limits().Kind())},

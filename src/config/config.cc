@@ -260,7 +260,7 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
       {"MCP_EXEC_CGROUP", [&](auto& n, auto& v) { return SetPath(n, v, c.cgroup); }},
       {"MCP_EXEC_HOST_UID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_uid); }},
       {"MCP_EXEC_HOST_GID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_gid); }},
-      {"MCP_EXEC_ENGINE", [&](auto& n, auto& v) { return SetOneOf(n, v, {"cold", "pool", "zygote"}, c.engine); }},
+      {"MCP_EXEC_ENGINE", [&](auto& n, auto& v) { return SetOneOf(n, v, {"auto", "cold", "pool", "zygote"}, c.engine); }},
       {"MCP_EXEC_POOL_SIZE", [&](auto& n, auto& v) { return SetInt(n, v, 1, 64, c.pool_size); }},
       {"MCP_EXEC_ZYGOTE_MAX_FORKS",
        [&](auto& n, auto& v) { return SetInt(n, v, 1, 1000000, c.zygote_max_forks); }},

@@ -43,9 +43,9 @@ struct Config {
   // MCP_EXEC_FIGURE_MAX_PX: the long edge of the figures captured from matplotlib.
   int figure_max_px = 1568;
 
-  // Engines (docs/engine.md). MCP_EXEC_ENGINE: cold | pool | zygote; `mcp-exec run` is always
-  // cold unless given --engine.
-  std::string engine = "cold";
+  // Engines (docs/engine.md). MCP_EXEC_ENGINE: auto | cold | pool | zygote, where auto is the
+  // fastest that starts (exec/engine_choice.h); `mcp-exec run` is cold unless given --engine.
+  std::string engine = "auto";
   int pool_size = 2;                 // MCP_EXEC_POOL_SIZE: sandboxes kept ready (pool, zygote)
   int zygote_max_forks = 1000;       // MCP_EXEC_ZYGOTE_MAX_FORKS: forks before it is replaced
   int zygote_max_age_s = 600;        // MCP_EXEC_ZYGOTE_MAX_AGE_S: its age when it is replaced

@@ -64,13 +64,15 @@ sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& re
   return limits;
 }
 
-Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config,
-                                                    std::shared_ptr<const sandbox::LaunchPlan> plan,
-                                                    EngineUse use) {
-  if (config.engine == "cold") return std::shared_ptr<engine::Engine>(engine::MakeColdEngine(plan));
+namespace {
+
+Result<std::shared_ptr<engine::Engine>> StartNamedEngine(
+    const config::Config& config, const std::string& name,
+    std::shared_ptr<const sandbox::LaunchPlan> plan, EngineUse use) {
+  if (name == "cold") return std::shared_ptr<engine::Engine>(engine::MakeColdEngine(plan));
   sandbox::SandboxSpec spec = plan->Spec();
   spec.warm = true;
-  spec.zygote = config.engine == "zygote";
+  spec.zygote = name == "zygote";
   MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<const sandbox::LaunchPlan> warm,
                            sandbox::Compile(spec, plan->LimitsBackend()));
   engine::PoolOptions options;
@@ -83,6 +85,19 @@ Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config
       spec.zygote ? engine::MakeZygoteEngine(std::move(plan), std::move(warm), options)
                   : engine::MakePoolEngine(std::move(plan), std::move(warm), options));
   return std::shared_ptr<engine::Engine>(std::move(engine));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config,
+                                                    std::shared_ptr<const sandbox::LaunchPlan> plan,
+                                                    EngineUse use,
+                                                    std::vector<PassedOver>* passed_over) {
+  if (config.engine != "auto") return StartNamedEngine(config, config.engine, std::move(plan), use);
+  std::vector<PassedOver> ignored;
+  return ChooseAuto<std::shared_ptr<engine::Engine>>(
+      [&](const char* name) { return StartNamedEngine(config, name, plan, use); },
+      passed_over != nullptr ? *passed_over : ignored);
 }
 
 Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config& config,

@@ -13,6 +13,7 @@
 #include "base/result.h"
 #include "config/config.h"
 #include "engine/engine.h"
+#include "exec/engine_choice.h"
 #include "exec/files.h"
 #include "limits/limits.h"
 #include "sandbox/plan.h"
@@ -52,11 +53,13 @@ Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
 // then prepares one sandbox and no more).
 enum class EngineUse { kServe, kOneShot };
 
-// Starts the engine config.engine names, over the sandboxes of `plan` (PrepareSandboxes). A
+// Starts the engine config.engine names, over the sandboxes of `plan` (PrepareSandboxes), or
+// for "auto" the one ChooseAuto chooses, with the engines it passed over in `passed_over`. A
 // pool waits for its first sandbox, so that a preload that cannot be imported is an error now.
 Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config,
                                                     std::shared_ptr<const sandbox::LaunchPlan> plan,
-                                                    EngineUse use);
+                                                    EngineUse use,
+                                                    std::vector<PassedOver>* passed_over = nullptr);
 
 sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request);
 

@@ -104,9 +104,11 @@ TEST(DoctorCaller, EveryCheckPassesAndTheStackImports) {
   EXPECT_THAT(r.out, HasSubstr("OK   figures: captured: "));
   // The suite's engine reaches doctor as MCP_EXEC_ENGINE (sandbox_runner.h).
   EXPECT_THAT(Block(r.out, "engine"),
-              StartsWith(TestEngine().empty() || TestEngine() == "cold"
-                             ? "OK   engine: cold (MCP_EXEC_ENGINE)"
-                             : "OK   engine: " + TestEngine() + " (sandboxes kept ready"));
+              StartsWith(TestEngine().empty()       ? "OK   engine: auto (MCP_EXEC_ENGINE) "
+                                                       "chooses zygote (sandboxes kept ready"
+                         : TestEngine() == "cold" ? "OK   engine: cold: every run starts"
+                                                  : "OK   engine: " + TestEngine() +
+                                                        " (sandboxes kept ready"));
   EXPECT_THAT(Block(r.out, "engine"),
               AllOf(HasSubstr("a pool sandbox was ready in "),
                     HasSubstr("a zygote and its first sandbox were ready in ")));

@@ -153,7 +153,10 @@ print(len(x))
   EXPECT_EQ(r.json["oom_killed"], false);
   ASSERT_TRUE(r.json["memory_peak_bytes"].is_number()) << r.Describe();
   const uint64_t peak = r.json["memory_peak_bytes"].get<uint64_t>();
-  EXPECT_GE(peak, 100 * kMiB) << r.Describe();
+  // The warm engines report the peak less what the sandbox held when it became ready, and some
+  // of that (the agent's buffers, page cache) can be freed while the program runs: a pool run
+  // reported 100 MiB less 40 KiB.
+  EXPECT_GE(peak, 96 * kMiB) << r.Describe();
   EXPECT_LE(peak, 200 * kMiB) << r.Describe();
   ASSERT_TRUE(r.json["cpu_time_ms"].is_number()) << r.Describe();
 }

@@ -181,7 +181,7 @@ TEST(Config, FigureMaxPxIsAPixelCountFrom64To8192) {
 
 TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
   Config c = Defaults("/r");
-  EXPECT_EQ(c.engine, "cold");
+  EXPECT_EQ(c.engine, "auto");
   EXPECT_EQ(c.pool_size, 2);
   EXPECT_EQ(c.preload, (std::vector<std::string>{"numpy", "pandas", "matplotlib.pyplot"}));
   EXPECT_EQ(c.zygote_max_forks, 1000);
@@ -201,6 +201,8 @@ TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
                   .ok());
   EXPECT_EQ(c.engine, "pool");
   EXPECT_EQ(c.pool_size, 8);
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENGINE", "auto"}}), c).ok());
+  EXPECT_EQ(c.engine, "auto");
   EXPECT_EQ(c.preload, (std::vector<std::string>{"scipy.stats", "_private", "numpy2"}));
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_PRELOAD", ""}}), c).ok());
   EXPECT_TRUE(c.preload.empty()) << "an empty list preloads nothing";

@@ -372,19 +372,20 @@ TEST(DoctorFigures, NoUsableRootfsIsAWarningNotAFailure) {
 
 TEST(DoctorEngine, ColdSaysWhatTheWarmEnginesWouldGive) {
   Check c = EngineCheck("cold", {"numpy", "pandas"},
-                        {{"pool", std::chrono::milliseconds(850)},
-                         {"zygote", std::chrono::milliseconds(900)}});
+                        {{"zygote", std::chrono::milliseconds(900)},
+                         {"pool", std::chrono::milliseconds(850)}});
   EXPECT_EQ(c.status, Status::kOk);
-  EXPECT_THAT(c.detail, AllOf(StartsWith("cold (MCP_EXEC_ENGINE)"),
+  EXPECT_THAT(c.detail, AllOf(StartsWith("cold: every run starts its own interpreter"),
+                              HasSubstr("(MCP_EXEC_ENGINE=cold)"),
                               HasSubstr("a pool sandbox was ready in 850 ms"),
                               HasSubstr("a zygote and its first sandbox were ready in 900 ms"),
-                              HasSubstr("MCP_EXEC_ENGINE=pool or zygote")));
+                              HasSubstr("MCP_EXEC_ENGINE=auto makes runs start warm")));
 }
 
 TEST(DoctorEngine, AnEngineThatCannotStartFailsOnlyWhenItIsTheEngine) {
   const Result<std::chrono::milliseconds> failed =
       MakeError(ErrorCode::kInvalidArgument, "import numpyx: ModuleNotFoundError");
-  const std::vector<EngineTrial> trials = {{"pool", failed}, {"zygote", failed}};
+  const std::vector<EngineTrial> trials = {{"zygote", failed}, {"pool", failed}};
   for (const char* engine : {"pool", "zygote"}) {
     SCOPED_TRACE(engine);
     Check c = EngineCheck(engine, {"numpyx"}, trials);
@@ -396,16 +397,57 @@ TEST(DoctorEngine, AnEngineThatCannotStartFailsOnlyWhenItIsTheEngine) {
   Check cold = EngineCheck("cold", {"numpyx"}, trials);
   EXPECT_EQ(cold.status, Status::kOk);
   EXPECT_THAT(cold.detail, HasSubstr("did not start here"));
-  Check pool = EngineCheck("pool", {"numpy"}, {{"pool", std::chrono::milliseconds(900)},
-                                               {"zygote", failed}});
+  Check pool = EngineCheck("pool", {"numpy"}, {{"zygote", failed},
+                                               {"pool", std::chrono::milliseconds(900)}});
   EXPECT_EQ(pool.status, Status::kOk) << "only the configured engine's failure fails the check";
   EXPECT_THAT(pool.detail, AllOf(HasSubstr("a pool sandbox was ready in 900 ms"),
                                  HasSubstr("a zygote and its first sandbox did not start")));
 }
 
-TEST(DoctorEngine, UntriedWarmEnginesWarnOnlyWhenOneIsTheEngine) {
+TEST(DoctorEngine, AutoSaysWhichEngineItChoosesAndWhy) {
+  const std::vector<EngineTrial> both = {{"zygote", std::chrono::milliseconds(1200)},
+                                         {"pool", std::chrono::milliseconds(900)}};
+  Check fastest = EngineCheck("auto", {"numpy"}, both);
+  EXPECT_EQ(fastest.status, Status::kOk);
+  EXPECT_THAT(fastest.detail,
+              AllOf(StartsWith("auto (MCP_EXEC_ENGINE) chooses zygote (sandboxes kept ready, "
+                               "forked from an interpreter with numpy imported), the fastest "
+                               "engine"),
+                    HasSubstr("a zygote and its first sandbox were ready in 1200 ms")));
+  EXPECT_TRUE(fastest.fixes.empty());
+
+  // A zygote that cannot start on this host (not for want of its preloads): the pool, with why.
+  const Result<std::chrono::milliseconds> host =
+      MakeError(ErrorCode::kUnavailable, "a run forked from the zygote ended during set-up");
+  Check pool = EngineCheck("auto", {"numpy"}, {{"zygote", host}, both[1]});
+  EXPECT_EQ(pool.status, Status::kWarn);
+  EXPECT_THAT(pool.detail, AllOf(StartsWith("auto (MCP_EXEC_ENGINE) chooses pool (sandboxes "
+                                            "kept ready with numpy imported), as a faster "
+                                            "engine does not start here"),
+                                 HasSubstr("a zygote and its first sandbox did not start here: "
+                                           "a run forked from the zygote ended during set-up")));
+  EXPECT_THAT(pool.fixes, ElementsAre(HasSubstr("MCP_EXEC_ENGINE=pool")));
+
+  Check cold = EngineCheck("auto", {"numpy"}, {{"zygote", host}, {"pool", host}});
+  EXPECT_EQ(cold.status, Status::kWarn);
+  EXPECT_THAT(cold.detail, StartsWith("auto (MCP_EXEC_ENGINE) chooses cold: every run starts"));
+
+  // A preload the rootfs lacks is the configuration's fault: auto does not hide it behind cold.
+  const Result<std::chrono::milliseconds> preload =
+      MakeError(ErrorCode::kInvalidArgument, "import numpyx: ModuleNotFoundError");
+  Check bad = EngineCheck("auto", {"numpyx"}, {{"zygote", preload}, {"pool", preload}});
+  EXPECT_EQ(bad.status, Status::kFail);
+  EXPECT_THAT(bad.detail, AllOf(StartsWith("auto (MCP_EXEC_ENGINE) chooses no engine"),
+                                HasSubstr("ModuleNotFoundError")));
+  EXPECT_THAT(bad.fixes, ElementsAre(HasSubstr("MCP_EXEC_PRELOAD")));
+}
+
+TEST(DoctorEngine, UntriedWarmEnginesWarnOnlyWhenOneMayBeTheEngine) {
   EXPECT_EQ(EngineCheck("pool", {}, {}).status, Status::kWarn);
   EXPECT_EQ(EngineCheck("zygote", {}, {}).status, Status::kWarn);
+  Check autod = EngineCheck("auto", {}, {});
+  EXPECT_EQ(autod.status, Status::kWarn);
+  EXPECT_THAT(autod.detail, HasSubstr("not tried"));
   Check cold = EngineCheck("cold", {}, {});
   EXPECT_EQ(cold.status, Status::kOk);
   EXPECT_THAT(cold.detail, HasSubstr("not tried"));

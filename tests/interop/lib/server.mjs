@@ -14,7 +14,7 @@
 //   MCP_EXEC_BIN           the binary (default: ../../../build/mcp-exec from this file)
 //   MCP_EXEC_TEST_ROOTFS   passed to the server as MCP_EXEC_ROOTFS when set
 //   MCP_EXEC_ENGINE, MCP_EXEC_POOL_SIZE, MCP_EXEC_PRELOAD
-//                          passed to every server: the engine the suite runs in (default cold)
+//                          passed to every server: the engine the suite runs in (default auto)
 //   MCP_EXEC_TEST_VERBOSE  set to 1 to copy the servers' stderr (their logs) to ours
 import { spawn } from 'node:child_process';
 import { existsSync, accessSync, constants as fsConstants } from 'node:fs';
