@@ -62,7 +62,8 @@ TEST_P(EngineAutoTest, ChoosesTheZygoteHere) {
 // while they import, and auto says so and serves cold; the rlimit backend has no memory limit to
 // hit, and keeps the zygote.
 TEST_P(EngineAutoTest, AWarmEngineThatCannotStartIsPassedOverWithWhy) {
-  const Outcome r = Serve({"MCP_EXEC_MEMORY_MAX=48m"});
+  const Outcome r =
+      Serve({"MCP_EXEC_MEMORY_MAX=48m", "MCP_EXEC_PRELOAD=numpy,pandas,matplotlib.pyplot"});
   ASSERT_EQ(r.exit_status, 0) << r.Describe();
   const std::vector<nlohmann::json> starting = LogLines(r.err, "starting");
   ASSERT_EQ(starting.size(), 1u) << r.err;
