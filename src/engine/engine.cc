@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -34,6 +35,7 @@ class ColdEngine final : public Engine {
     return RunCold(plan_, program, limits, hooks);
   }
   const sandbox::LaunchPlan& Plan() const override { return *plan_; }
+  EngineState State() const override { return {}; }
 
  private:
   const std::shared_ptr<const sandbox::LaunchPlan> plan_;
@@ -52,6 +54,8 @@ class SandboxSource {
   virtual Result<sandbox::Sandbox> Make() = 0;
   // A sandbox for a run that found none ready, made on the run's thread; nullopt: run cold.
   virtual std::optional<sandbox::Sandbox> MakeForRun() { return std::nullopt; }
+  // Fills in what the source knows of the engine's state (the zygote's fields). Thread-safe.
+  virtual void AddState(EngineState& /*state*/) const {}
 };
 
 // The pool: each sandbox a warm interpreter of its own.
@@ -130,20 +134,31 @@ class ZygoteSource final : public SandboxSource {
       stamp_ = stamp;
       zygote_ = zygote;
     }
-    return zygote->Fork(kZygoteTimeout);
+    return Counted(zygote->Fork(kZygoteTimeout));
   }
 
   std::optional<sandbox::Sandbox> MakeForRun() override {
     std::shared_ptr<const sandbox::Zygote> zygote = Current();
     if (!zygote || !zygote->Alive() || RootfsChanged()) return std::nullopt;
-    Result<sandbox::Sandbox> box = zygote->Fork(kZygoteTimeout);
+    Result<sandbox::Sandbox> box = Counted(zygote->Fork(kZygoteTimeout));
     if (box.ok()) return std::move(*box);
     log::Warn("the zygote could not fork a run; it runs cold", {{"error", box.error().message}});
     return std::nullopt;
   }
 
+  void AddState(EngineState& state) const override {
+    state.zygote = true;
+    const std::shared_ptr<const sandbox::Zygote> zygote = Current();
+    state.zygote_alive = zygote && zygote->Alive();
+    state.zygote_forks = forks_.load(std::memory_order_relaxed);
+  }
+
  private:
-  std::shared_ptr<const sandbox::Zygote> Current() {
+  Result<sandbox::Sandbox> Counted(Result<sandbox::Sandbox> box) {
+    if (box.ok()) forks_.fetch_add(1, std::memory_order_relaxed);
+    return box;
+  }
+  std::shared_ptr<const sandbox::Zygote> Current() const {
     std::lock_guard lock(mutex_);
     return zygote_;
   }
@@ -164,9 +179,10 @@ class ZygoteSource final : public SandboxSource {
 
   const std::shared_ptr<const sandbox::LaunchPlan> plan_;
   const PoolOptions options_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::shared_ptr<const sandbox::Zygote> zygote_;
   RootfsStamp stamp_;
+  std::atomic<uint64_t> forks_{0};
 };
 
 class PoolEngine final : public Engine {
@@ -198,6 +214,17 @@ class PoolEngine final : public Engine {
 
   const char* Name() const override { return source_->Name(); }
   const sandbox::LaunchPlan& Plan() const override { return *cold_; }
+  EngineState State() const override {
+    EngineState state;
+    state.name = source_->Name();
+    state.target = options_.size;
+    {
+      std::lock_guard lock(mutex_);
+      state.ready = ready_.size();
+    }
+    source_->AddState(state);
+    return state;
+  }
 
   Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
                                  const sandbox::RunHooks& hooks) override {
@@ -297,7 +324,7 @@ class PoolEngine final : public Engine {
   const std::shared_ptr<const sandbox::LaunchPlan> cold_;
   const std::unique_ptr<SandboxSource> source_;
   const PoolOptions options_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<sandbox::Sandbox> ready_;
   RootfsStamp stamp_;  // the rootfs the ready sandboxes were made from

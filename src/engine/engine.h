@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -17,6 +18,16 @@
 #include "sandbox/run_result.h"
 
 namespace mcpexec::engine {
+
+// What an engine holds now, for /metrics and /readyz.
+struct EngineState {
+  const char* name = "cold";  // Engine::Name()
+  size_t ready = 0;           // sandboxes prepared and waiting for a run (pool, zygote)
+  size_t target = 0;          // how many it keeps ready (MCP_EXEC_POOL_SIZE); 0 for cold
+  bool zygote = false;        // the zygote engine: the two fields below mean something
+  bool zygote_alive = false;  // a zygote is running and waiting for forks
+  uint64_t zygote_forks = 0;  // sandboxes forked from every zygote since start
+};
 
 class Engine {
  public:
@@ -29,6 +40,8 @@ class Engine {
                                          const sandbox::RunHooks& hooks) = 0;
   // The cold plan: what every run's sandbox is (rootfs, limits backend, seccomp, figures).
   virtual const sandbox::LaunchPlan& Plan() const = 0;
+  // A snapshot of what it holds. Thread-safe; cheap (no system call but a poll for the zygote).
+  virtual EngineState State() const = 0;
 };
 
 std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan);

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <chrono>
 #include <cmath>
 #include <sstream>
 
@@ -89,8 +90,9 @@ bool Cancelled(int fd) {
 
 }  // namespace
 
-ExecTool::ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine)
-    : config_(std::move(config)), engine_(std::move(engine)) {}
+ExecTool::ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine,
+                   std::shared_ptr<ExecMetrics> metrics)
+    : config_(std::move(config)), engine_(std::move(engine)), metrics_(std::move(metrics)) {}
 
 std::string ExecTool::Describe(const config::Config& c, limits::Backend backend, bool figures) {
   std::ostringstream d;
@@ -211,13 +213,25 @@ json ExecTool::Definition() const {
 }
 
 json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) {
+  const auto started = std::chrono::steady_clock::now();
+  auto record = [this](Outcome outcome, std::optional<std::chrono::nanoseconds> duration,
+                       uint64_t output_bytes = 0) {
+    if (metrics_) metrics_->Record(outcome, duration, output_bytes);
+  };
   auto request = ParseArguments(arguments);
-  if (!request.ok()) return mcp::ToolError("invalid arguments: " + request.error().message);
+  if (!request.ok()) {
+    record(Outcome::kInvalid, std::nullopt);
+    return mcp::ToolError("invalid arguments: " + request.error().message);
+  }
   if (auto valid = ValidateRequest(config_, *request); !valid.ok()) {
+    record(Outcome::kInvalid, std::nullopt);
     return mcp::ToolError("invalid arguments: " + valid.error().message);
   }
   json meta = {{"session", context.session_id}, {"request_id", context.request_id}};
-  if (Cancelled(context.cancel_fd)) return mcp::ToolError("cancelled before it started");
+  if (Cancelled(context.cancel_fd)) {
+    record(Outcome::kCancelled, std::nullopt);
+    return mcp::ToolError("cancelled before it started");
+  }
 
   sandbox::RunHooks hooks;
   hooks.cancel_fd = context.cancel_fd;
@@ -241,14 +255,18 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
     };
   }
   auto result = Execute(*engine_, config_, *request, hooks);
+  const auto duration = std::chrono::steady_clock::now() - started;
   if (!result.ok()) {
+    record(Outcome::kSetupError, duration);
     meta["error"] = result.error().message;
     log::Error("exec failed", meta);
     return mcp::ToolError(result.error().message);
   }
+  const uint64_t output_bytes = result->stdout_data.size() + result->stderr_data.size();
+  record(ClassifyRun(*result), duration, result->cancelled ? 0 : output_bytes);
   meta.update({{"exit_code", result->exit_code},
                {"duration_ms", result->duration.count()},
-               {"output_bytes", result->stdout_data.size() + result->stderr_data.size()},
+               {"output_bytes", output_bytes},
                {"truncated", result->truncated},
                {"timed_out", result->timed_out},
                {"cancelled", result->cancelled},

@@ -6,6 +6,7 @@
 
 #include "config/config.h"
 #include "engine/engine.h"
+#include "exec/exec_metrics.h"
 #include "limits/limits.h"
 #include "mcp/tool.h"
 
@@ -13,8 +14,10 @@ namespace mcpexec::exec {
 
 class ExecTool : public mcp::Tool {
  public:
-  // `engine` (StartEngine) gives every call its sandbox.
-  ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine);
+  // `engine` (StartEngine) gives every call its sandbox; every call is counted in `metrics`
+  // when it is set.
+  ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine,
+           std::shared_ptr<ExecMetrics> metrics = nullptr);
 
   std::string Name() const override { return "exec"; }
   nlohmann::json Definition() const override;
@@ -29,6 +32,7 @@ class ExecTool : public mcp::Tool {
  private:
   const config::Config config_;
   const std::shared_ptr<engine::Engine> engine_;
+  const std::shared_ptr<ExecMetrics> metrics_;
 };
 
 }  // namespace mcpexec::exec

@@ -115,6 +115,11 @@ class Cgroup1Backend final : public LimitsBackend {
     return out;
   }
 
+  Result<void> CheckUsable() const override {
+    for (const auto& [controller, base] : bases_) MCPEXEC_RETURN_IF_ERROR(CheckWritableDir(base));
+    return Ok();
+  }
+
   Result<std::unique_ptr<RunCgroup>> CreateRun() override {
     const std::string name = RunNamePrefix() + std::to_string(next_++);
     RunDirs dirs;

@@ -91,6 +91,7 @@ class Cgroup2Backend final : public LimitsBackend {
 
   Backend Kind() const override { return Backend::kCgroup2; }
   std::string Location() const override { return base_; }
+  Result<void> CheckUsable() const override { return CheckWritableDir(base_); }
 
   Result<std::unique_ptr<RunCgroup>> CreateRun() override {
     const std::string dir = base_ + "/" + RunNamePrefix() + std::to_string(next_++);

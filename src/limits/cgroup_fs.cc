@@ -143,6 +143,13 @@ bool CgroupFileExists(const std::string& dir, const char* name) {
   return access((dir + "/" + name).c_str(), F_OK) == 0;
 }
 
+Result<void> CheckWritableDir(const std::string& dir) {
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return Errno(ErrorCode::kUnavailable, "access(" + dir + ", W_OK)");
+  }
+  return Ok();
+}
+
 std::optional<uint64_t> FlatKeyValue(std::string_view text, std::string_view key) {
   for (std::string_view line : Split(text, '\n')) {
     if (line.size() > key.size() && line.starts_with(key) && line[key.size()] == ' ') {

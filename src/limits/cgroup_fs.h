@@ -47,6 +47,8 @@ Result<void> WriteCgroupFile(const std::string& dir, const char* name, std::stri
 // A file that holds one decimal number ("memory.current").
 Result<uint64_t> ReadCgroupNumber(const std::string& dir, const char* name);
 bool CgroupFileExists(const std::string& dir, const char* name);
+// The directory exists and this process may create cgroups in it; kUnavailable naming it.
+Result<void> CheckWritableDir(const std::string& dir);
 
 // The value of `key` in a flat-keyed file ("oom_kill 3\nmax 1\n").
 std::optional<uint64_t> FlatKeyValue(std::string_view text, std::string_view key);

@@ -84,6 +84,10 @@ class LimitsBackend {
   virtual std::vector<RlimitSetting> ProgramRlimits() const { return {}; }
   // Where the backend keeps its cgroups, for logs and `doctor`; empty for rlimit.
   virtual std::string Location() const { return {}; }
+  // Whether new runs can still get their cgroups: the directories the backend creates them in
+  // still exist and are writable (someone may have removed them, or a cgroup v2 delegation
+  // ended). Thread-safe; kUnavailable naming the directory.
+  virtual Result<void> CheckUsable() const { return Ok(); }
 
  protected:
   explicit LimitsBackend(const ResourceLimits& limits) : limits_(limits) {}

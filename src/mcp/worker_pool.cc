@@ -24,7 +24,11 @@ void WorkerPool::Drain() {
 bool WorkerPool::TrySubmit(std::function<void()> task) {
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || queue_.size() >= capacity_) return false;
+    if (stopping_) return false;
+    if (queue_.size() >= capacity_) {
+      ++rejected_;
+      return false;
+    }
     queue_.push_back(std::move(task));
   }
   cv_.notify_one();
@@ -40,9 +44,17 @@ void WorkerPool::Loop() {
       if (queue_.empty()) return;  // stopping, and nothing left to run
       task = std::move(queue_.front());
       queue_.pop_front();
+      ++running_;
     }
     task();
+    std::lock_guard lock(mu_);
+    --running_;
   }
+}
+
+WorkerPool::Stats WorkerPool::GetStats() const {
+  std::lock_guard lock(mu_);
+  return {queue_.size(), running_, rejected_};
 }
 
 }  // namespace mcpexec::mcp

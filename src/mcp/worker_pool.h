@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -31,14 +32,24 @@ class WorkerPool {
   size_t Workers() const { return workers_; }
   size_t QueueCapacity() const { return capacity_; }
 
+  struct Stats {
+    size_t queued = 0;    // tasks waiting for a thread
+    size_t running = 0;   // tasks a thread runs now
+    uint64_t rejected = 0;  // TrySubmit calls refused because the queue was full, since start
+  };
+  // Thread-safe.
+  Stats GetStats() const;
+
  private:
   void Loop();
 
   const size_t capacity_;
   size_t workers_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  size_t running_ = 0;
+  uint64_t rejected_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

@@ -12,15 +12,37 @@ namespace {
 
 using nlohmann::json;
 
+enum class Auth {
+  kToken,    // the token, when one is set
+  kMetrics,  // the token, when one is set and AdmissionPolicy::metrics_need_token
+  kNone,     // a probe's endpoint: it shows nobody's data
+};
+
 struct Route {
   std::string_view path;
   std::string_view allow;  // the Allow header of a 405
+  Auth auth = Auth::kToken;
 };
 constexpr Route kRoutes[] = {
     {"/mcp", "GET, POST, DELETE"},
     {"/sse", "GET"},
     {"/messages", "POST"},
+    {"/metrics", "GET, HEAD", Auth::kMetrics},
+    {"/readyz", "GET, HEAD", Auth::kNone},
 };
+
+bool NeedsToken(const AdmissionPolicy& policy, const Route& route) {
+  if (policy.auth_token.empty()) return false;
+  switch (route.auth) {
+    case Auth::kToken:
+      return true;
+    case Auth::kMetrics:
+      return policy.metrics_need_token;
+    case Auth::kNone:
+      return false;
+  }
+  return true;
+}
 
 const Route* FindRoute(std::string_view path) {
   for (const Route& r : kRoutes) {
@@ -92,7 +114,7 @@ Admission Admit(const AdmissionPolicy& policy, const Request& req, Response& res
     CloseConnection(res);
     return reject(403, {{"error", "origin not allowed"}});
   }
-  if (!policy.auth_token.empty()) {
+  if (NeedsToken(policy, *route)) {
     const auto token = RequestToken(head.Header("X-MCP-AUTH"), head.Header("Authorization"));
     if (!token || !ConstantTimeEquals(*token, policy.auth_token)) {
       res.SetHeader("WWW-Authenticate", "Bearer");

@@ -21,11 +21,13 @@ struct AdmissionPolicy {
   std::string auth_token;  // empty: no auth
   std::vector<std::string> allowed_origins;
   size_t max_body_bytes = 0;
+  // /metrics needs the token too (MCP_EXEC_METRICS_AUTH=token); false: it is open (none).
+  bool metrics_need_token = true;
 };
 
 // The check every request goes through on its head alone, before any body is read (and before
 // "100 Continue"): /healthz (answered here, without auth), unknown paths (404), the Origin (403),
-// the token (401), the method (405), and the body's framing and size (411, 413, 415). Returns
+// the token (401; never for /readyz, and for /metrics as the policy says), the method (405), and the body's framing and size (411, 413, 415). Returns
 // kAnswered with `res` filled; kAdmitted to let the request through. A refused request that
 // carries a body closes its connection, since the body is never read. (Malformed framing, 400 or
 // 501, never gets here: the head parser refuses it.)

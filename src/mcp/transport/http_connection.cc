@@ -143,6 +143,7 @@ class Connection::Impl final : public StreamSink {
     const std::string response = ClosingErrorResponse(408, "request not received in time");
     // The event loop never waits for a client: what does not fit in the socket buffer is lost.
     (void)!send(sock_, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    handler_.Answered(408);
   }
 
   bool HeadStarted() const { return in_.find_first_not_of("\r\n") != std::string::npos; }
@@ -241,6 +242,7 @@ class Connection::Impl final : public StreamSink {
   // connection closes after it.
   void SendError(int status, std::string_view reason) {
     WriteAll(ClosingErrorResponse(status, reason));
+    handler_.Answered(status);
     log::Debug("http request refused",
                {{"status", status}, {"reason", reason}, {"remote", remote_}});
   }
@@ -294,6 +296,7 @@ class Connection::Impl final : public StreamSink {
     }
     const bool keep_alive = req.head.keep_alive && !last && !res.close && !body_pending_;
     const bool clean = Send(req, res, keep_alive);
+    handler_.Answered(res.status);
     log::Debug("http request", {{"method", req.head.method},
                                 {"path", req.head.path},
                                 {"status", res.status},

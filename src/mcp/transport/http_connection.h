@@ -79,6 +79,9 @@ class Handler {
   // Serves an admitted request: may read the body (Request::ReadBody) and fills `res`. A body
   // left unread closes the connection after the response. An exception becomes a 500.
   virtual void Handle(Request& req, Response& res) = 0;
+  // Told the status of every response sent on any connection, those the transport sends
+  // itself (400, 408, 503 ...) included. Called from any thread; must not block.
+  virtual void Answered(int /*status*/) noexcept {}
 };
 
 // One client connection: its socket, what was received and not yet used, and its request loop.

@@ -275,6 +275,7 @@ class ConnectionServer::Loop {
                    {"held_back", *held}});
       }
       Refuse(conn->Socket());
+      handler_.Answered(503);
       return;
     }
     AddIdle(std::make_shared<Tracked>(Tracked{std::move(conn), std::move(*slot)}));
@@ -329,6 +330,7 @@ class ConnectionServer::Loop {
                   {{"max_connections", limits_.max_connections}, {"held_back", *held}});
       }
       Refuse(tracked->conn->Socket());
+      handler_.Answered(503);
     }
   }
 

@@ -20,6 +20,7 @@
 #include "mcp/transport/http_connection.h"
 #include "mcp/transport/http_sessions.h"
 #include "mcp/transport/sse_stream.h"
+#include "metrics/instruments.h"
 
 namespace mcpexec::mcp {
 namespace {
@@ -87,7 +88,8 @@ class HttpServer::Impl final : public http::Handler {
   Impl(Server& server, HttpServerOptions options)
       : server_(server),
         options_(std::move(options)),
-        admission_{options_.auth_token, options_.allowed_origins, options_.max_body_bytes},
+        admission_{options_.auth_token, options_.allowed_origins, options_.max_body_bytes,
+                   options_.metrics_need_token},
         sessions_(options_.max_sessions, options_.session_idle_timeout) {}
   ~Impl() override { Stop(); }
 
@@ -101,12 +103,15 @@ class HttpServer::Impl final : public http::Handler {
   // http::Handler
   http::Admission Admit(const Request& req, Response& res) override;
   void Handle(Request& req, Response& res) override;
+  void Answered(int status) noexcept override;
 
   void PostMcp(const Request& req, Response& res);
   void GetMcp(const Request& req, Response& res);
   void DeleteMcp(const Request& req, Response& res);
   void GetSse(const Request& req, Response& res);
   void PostMessages(const Request& req, Response& res);
+  void GetMetrics(Response& res);
+  void GetReadyz(Response& res);
 
   bool ReadBody(const Request& req, Response& res, std::string* body);
   bool CheckProtocolVersion(const Request& req, Response& res);
@@ -129,6 +134,7 @@ class HttpServer::Impl final : public http::Handler {
   std::mutex stop_mu_;
   bool stopped_ = false;
   http::SessionTable sessions_;
+  metrics::LabeledCounter responses_{"code"};
 };
 
 Result<int> HttpServer::Impl::Start() {
@@ -171,8 +177,11 @@ Result<int> HttpServer::Impl::Start() {
   http::ListenAddress bound = options_.listen;
   bound.port = *port;
   log::Info("http server listening", {{"address", bound.ToString()},
-                                      {"endpoints", {"/mcp", "/sse", "/healthz"}},
-                                      {"auth", !options_.auth_token.empty()}});
+                                      {"endpoints", {"/mcp", "/sse", "/healthz", "/readyz",
+                                                     "/metrics"}},
+                                      {"auth", !options_.auth_token.empty()},
+                                      {"metrics_auth", !options_.auth_token.empty() &&
+                                                           options_.metrics_need_token}});
   return *port;
 }
 
@@ -209,9 +218,50 @@ void HttpServer::Impl::Handle(Request& req, Response& res) {
     GetSse(req, res);
   } else if (path == "/messages" && method == "POST") {
     PostMessages(req, res);
+  } else if (path == "/metrics") {
+    GetMetrics(res);
+  } else if (path == "/readyz") {
+    GetReadyz(res);
   } else {
     SendJson(res, 404, {{"error", "not found"}});
   }
+}
+
+void HttpServer::Impl::Answered(int status) noexcept {
+  try {
+    responses_.Add(std::to_string(status));
+  } catch (...) {  // out of memory: the count is lost, the response was not
+  }
+}
+
+void HttpServer::Impl::GetMetrics(Response& res) {
+  metrics::TextWriter out;
+  if (options_.write_metrics) options_.write_metrics(out);
+  out.Family("mcp_exec_http_requests_total",
+             "HTTP requests answered, by status code (the transport's own refusals included)",
+             metrics::Type::kCounter);
+  responses_.Write(out, "mcp_exec_http_requests_total");
+  out.Family("mcp_exec_sessions_open",
+             "Open MCP sessions: Streamable HTTP sessions and legacy SSE streams",
+             metrics::Type::kGauge);
+  out.Sample("mcp_exec_sessions_open", {{"transport", "streamable_http"}},
+             static_cast<uint64_t>(sessions_.Count(Kind::kStreamable)));
+  out.Sample("mcp_exec_sessions_open", {{"transport", "sse"}},
+             static_cast<uint64_t>(sessions_.Count(Kind::kLegacy)));
+  res.status = 200;
+  res.SetContent(out.Take(), metrics::kContentType);
+}
+
+void HttpServer::Impl::GetReadyz(Response& res) {
+  const std::vector<NotReady> failing =
+      options_.readiness ? options_.readiness() : std::vector<NotReady>();
+  if (failing.empty()) {
+    SendJson(res, 200, {{"ready", true}});
+    return;
+  }
+  json list = json::array();
+  for (const NotReady& f : failing) list.push_back({{"check", f.check}, {"reason", f.reason}});
+  SendJson(res, 503, {{"ready", false}, {"failing", std::move(list)}});
 }
 
 bool HttpServer::Impl::ReadBody(const Request& req, Response& res, std::string* body) {

@@ -4,13 +4,18 @@
 //              (this server never sends unsolicited messages, so it offers no GET stream).
 //   /sse       legacy HTTP+SSE (2024-11-05): an event stream whose first event names the POST
 //              endpoint, /messages?sessionId=<id>; replies arrive on the stream.
-//   /healthz   200 "ok", without auth.
+//   /healthz   200 "ok", without auth (liveness).
+//   /readyz    200 when HttpServerOptions::readiness finds nothing wrong, else 503 with what is;
+//              without auth.
+//   /metrics   Prometheus text format: the HTTP server's own families, then those of
+//              HttpServerOptions::write_metrics; needs the token unless metrics_need_token is off.
 // Every other request needs the token (X-MCP-AUTH or Authorization: Bearer) when one is set,
 // and an Origin, if it carries one, from the allow-list.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,12 +23,26 @@
 #include "base/result.h"
 #include "mcp/server.h"
 #include "mcp/transport/http_checks.h"
+#include "metrics/text_format.h"
 
 namespace mcpexec::mcp {
+
+// A condition /readyz checks that does not hold: its name ("rootfs", "engine") and why.
+struct NotReady {
+  std::string check;
+  std::string reason;
+};
 
 struct HttpServerOptions {
   http::ListenAddress listen;  // from http::ParseListenAddress(MCP_EXEC_ADDR)
   std::string auth_token;      // empty = no auth (serve refuses that off loopback)
+  bool metrics_need_token = true;  // false: /metrics without the token (MCP_EXEC_METRICS_AUTH)
+  // Writes the /metrics families that are not the HTTP server's own, on the scrape's thread.
+  // Must be thread-safe; nullptr: none.
+  std::function<void(metrics::TextWriter&)> write_metrics;
+  // What keeps the server from being ready (empty: ready), on the probe's thread. Must be
+  // thread-safe; nullptr: always ready.
+  std::function<std::vector<NotReady>()> readiness;
   // Origins allowed besides http(s)://localhost|127.0.0.1|[::1]:any; "*" allows all.
   std::vector<std::string> allowed_origins;
   size_t max_body_bytes = 8u << 20;  // a larger POST body gets 413 before it is read

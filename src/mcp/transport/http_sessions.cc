@@ -101,4 +101,11 @@ size_t SessionTable::Size() const {
   return sessions_.size();
 }
 
+size_t SessionTable::Count(Kind kind) const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, entry] : sessions_) n += (entry.stream != nullptr) == (kind == Kind::kLegacy);
+  return n;
+}
+
 }  // namespace mcpexec::mcp::http

@@ -53,6 +53,8 @@ class SessionTable {
   size_t CloseAll();
 
   size_t Size() const;
+  // Open sessions of one kind.
+  size_t Count(Kind kind) const;
 
  private:
   struct Entry {
