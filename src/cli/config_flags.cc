@@ -27,6 +27,10 @@ constexpr FlagSpec kFlags[] = {
      "Serve http/sse on a non-loopback address without a token (anyone who reaches it can run "
      "code)",
      true, true},
+    {"--metrics-auth", "MCP_EXEC_METRICS_AUTH",
+     "token | none: whether /metrics needs the token like /mcp (when one is set), or is open to "
+     "any scraper (default token)",
+     true},
     {"--max-concurrency", "MCP_EXEC_MAX_CONCURRENCY", "Runs at once (default: CPUs)", true},
     {"--max-queue", "MCP_EXEC_MAX_QUEUE", "Runs waiting for a slot before calls get 'busy'",
      true},

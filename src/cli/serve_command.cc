@@ -5,7 +5,10 @@
 
 #include <memory>
 
+#include "cli/readiness.h"
+#include "cli/serve_metrics.h"
 #include "exec/exec.h"
+#include "exec/exec_metrics.h"
 #include "exec/exec_tool.h"
 #include "log/log.h"
 #include "mcp/server.h"
@@ -63,8 +66,10 @@ sigset_t StopSignals() {
   return set;
 }
 
-// Serves Streamable HTTP and legacy SSE until SIGINT or SIGTERM.
-int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& config) {
+// Serves Streamable HTTP and legacy SSE until SIGINT or SIGTERM, with /metrics from `sources`
+// and /readyz judged from the engine.
+int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& config,
+              const ServeMetricsSources& sources) {
   auto address = mcp::http::ParseListenAddress(config.addr);
   if (!address.ok()) {
     log::Error("invalid configuration", {{"error", address.error().message}});
@@ -74,6 +79,11 @@ int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& 
   options.listen = *address;
   options.auth_token = config.auth_token;
   options.max_body_bytes = config::MaxMessageBytes(config);
+  options.metrics_need_token = config.metrics_auth == "token";
+  options.write_metrics = [&sources](metrics::TextWriter& out) { WriteServeMetrics(out, sources); };
+  options.readiness = [engine = sources.engine] {
+    return JudgeReadiness(GatherReadiness(engine->Plan(), *engine));
+  };
   mcp::HttpServer http(server, options);
   auto port = http.Start();
   if (!port.ok()) {
@@ -136,7 +146,9 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
                        static_cast<size_t>(config->max_queue));
   mcp::ServerInfo info;
   info.version = version;
-  mcp::Server server(info, {std::make_shared<exec::ExecTool>(*config, *engine)}, pool);
+  auto exec_metrics = std::make_shared<exec::ExecMetrics>();
+  mcp::Server server(info, {std::make_shared<exec::ExecTool>(*config, *engine, exec_metrics)},
+                     pool);
   const sandbox::SeccompFilter* filter = (*plan)->Seccomp();
   if (filter == nullptr) {
     log::Warn("seccomp is off (MCP_EXEC_SECCOMP_PROFILE=unconfined): programs can use every "
@@ -176,7 +188,9 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Info("stdin closed: stopping");
     return 0;
   }
-  return ServeHttp(server, pool, *config);
+  const ServeMetricsSources sources{version, exec_metrics.get(), &pool, engine->get(),
+                                    (*plan)->Limits().Kind()};
+  return ServeHttp(server, pool, *config, sources);
 }
 
 }  // namespace mcpexec::cli

@@ -209,6 +209,8 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
        }},
       {"MCP_EXEC_ALLOW_UNAUTHENTICATED",
        [&](auto& n, auto& v) { return SetSwitch(n, v, c.allow_unauthenticated); }},
+      {"MCP_EXEC_METRICS_AUTH",
+       [&](auto& n, auto& v) { return SetOneOf(n, v, {"token", "none"}, c.metrics_auth); }},
       {"MCP_EXEC_MAX_CONCURRENCY",
        [&](auto& n, auto& v) { return SetInt(n, v, 1, 1024, c.max_concurrency); }},
       {"MCP_EXEC_MAX_QUEUE", [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_queue); }},

@@ -60,6 +60,9 @@ struct Config {
   std::string auth_token_file;
   // MCP_EXEC_ALLOW_UNAUTHENTICATED=1: serve HTTP off loopback without a token, by choice.
   bool allow_unauthenticated = false;
+  // MCP_EXEC_METRICS_AUTH: token (/metrics needs the token, when one is set) | none (open, for a
+  // scraper inside the cluster).
+  std::string metrics_auth = "token";
   int max_concurrency = 0;                  // MCP_EXEC_MAX_CONCURRENCY: runs at once (CPUs)
   int max_queue = 64;                       // MCP_EXEC_MAX_QUEUE: runs waiting for a slot
 };

@@ -259,6 +259,17 @@ TEST(Config, AuthVariablesParse) {
               AllOf(HasSubstr("MCP_EXEC_ALLOW_UNAUTHENTICATED"), HasSubstr("1 or 0")));
 }
 
+TEST(Config, MetricsAuthIsTokenOrNone) {
+  Config c = Defaults("/r");
+  EXPECT_EQ(c.metrics_auth, "token");
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_METRICS_AUTH", "none"}}), c).ok());
+  EXPECT_EQ(c.metrics_auth, "none");
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_METRICS_AUTH", "token"}}), c).ok());
+  EXPECT_EQ(c.metrics_auth, "token");
+  EXPECT_THAT(ApplyEnv(Env({{"MCP_EXEC_METRICS_AUTH", "off"}}), c).error().message,
+              AllOf(HasSubstr("MCP_EXEC_METRICS_AUTH"), HasSubstr("token, none")));
+}
+
 // A token file written with `content` and then given `mode`.
 class TokenFile {
  public:

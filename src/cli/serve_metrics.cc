@@ -1,0 +1,54 @@
+#include "cli/serve_metrics.h"
+
+namespace mcpexec::cli {
+
+using metrics::Type;
+
+void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& s) {
+  out.Family("mcp_exec_build_info", "The running mcp-exec: its version as a label, value 1",
+             Type::kGauge);
+  out.Sample("mcp_exec_build_info", {{"version", s.version}}, uint64_t{1});
+
+  s.exec->Write(out);
+
+  const mcp::WorkerPool::Stats pool = s.pool->GetStats();
+  out.Family("mcp_exec_workers", "Worker threads: runs at once (MCP_EXEC_MAX_CONCURRENCY)",
+             Type::kGauge);
+  out.Sample("mcp_exec_workers", static_cast<uint64_t>(s.pool->Workers()));
+  out.Family("mcp_exec_queue_depth", "Tool calls waiting for a worker (at most MCP_EXEC_MAX_QUEUE)",
+             Type::kGauge);
+  out.Sample("mcp_exec_queue_depth", static_cast<uint64_t>(pool.queued));
+  out.Family("mcp_exec_runs_in_flight", "Tool calls a worker is running now", Type::kGauge);
+  out.Sample("mcp_exec_runs_in_flight", static_cast<uint64_t>(pool.running));
+  out.Family("mcp_exec_calls_rejected_busy_total",
+             "Tool calls refused as busy: every worker running and the queue full",
+             Type::kCounter);
+  out.Sample("mcp_exec_calls_rejected_busy_total", pool.rejected);
+
+  const engine::EngineState engine = s.engine->State();
+  out.Family("mcp_exec_engine_info", "The engine that runs the sandboxes (cold, pool, zygote), value 1",
+             Type::kGauge);
+  out.Sample("mcp_exec_engine_info", {{"engine", engine.name}}, uint64_t{1});
+  out.Family("mcp_exec_engine_sandboxes_ready", "Sandboxes prepared and waiting for a run",
+             Type::kGauge);
+  out.Sample("mcp_exec_engine_sandboxes_ready", static_cast<uint64_t>(engine.ready));
+  out.Family("mcp_exec_engine_sandboxes_target",
+             "Sandboxes the engine keeps ready (MCP_EXEC_POOL_SIZE; 0 for cold)", Type::kGauge);
+  out.Sample("mcp_exec_engine_sandboxes_target", static_cast<uint64_t>(engine.target));
+  if (engine.zygote) {
+    out.Family("mcp_exec_zygote_alive", "1 while a zygote runs and waits for forks, else 0",
+               Type::kGauge);
+    out.Sample("mcp_exec_zygote_alive", uint64_t{engine.zygote_alive ? 1u : 0u});
+    out.Family("mcp_exec_zygote_forks_total", "Sandboxes forked from every zygote since start",
+               Type::kCounter);
+    out.Sample("mcp_exec_zygote_forks_total", engine.zygote_forks);
+  }
+
+  out.Family("mcp_exec_limits_backend_info",
+             "The backend enforcing each run's limits (cgroup2, cgroup1, rlimit), value 1",
+             Type::kGauge);
+  out.Sample("mcp_exec_limits_backend_info", {{"backend", limits::BackendName(s.limits_backend)}},
+             uint64_t{1});
+}
+
+}  // namespace mcpexec::cli
