@@ -59,8 +59,9 @@ TEST_P(EngineAutoTest, ChoosesTheZygoteHere) {
 }
 
 // A memory limit the preloads do not fit in: under cgroups the warm interpreters are killed
-// while they import, and auto says so and serves cold; the rlimit backend has no memory limit to
-// hit, and keeps the zygote.
+// while they import (or, where the kernel reclaims their files' pages instead, do not finish in
+// time), and auto says so and serves cold; the rlimit backend has no memory limit to hit, and
+// keeps the zygote.
 TEST_P(EngineAutoTest, AWarmEngineThatCannotStartIsPassedOverWithWhy) {
   const Outcome r =
       Serve({"MCP_EXEC_MEMORY_MAX=48m", "MCP_EXEC_PRELOAD=numpy,pandas,matplotlib.pyplot"});
@@ -79,7 +80,8 @@ TEST_P(EngineAutoTest, AWarmEngineThatCannotStartIsPassedOverWithWhy) {
   for (const nlohmann::json& line : passed_over) {
     engines.push_back(line["engine"]);
     EXPECT_EQ(line["level"], "warn");
-    EXPECT_THAT(line["error"].get<std::string>(), HasSubstr("killed by SIGKILL"));
+    EXPECT_THAT(line["error"].get<std::string>(),
+                ::testing::AnyOf(HasSubstr("killed by SIGKILL"), HasSubstr("in time")));
   }
   EXPECT_THAT(engines, ElementsAre("zygote", "pool"));
 }
