@@ -2,10 +2,7 @@
 // unprivileged user: exec calls of each kind show up in the counters, the scrape passes
 // `promtool check metrics` (Debian's prometheus package; its absence fails the test), and the
 // token guards /metrics unless MCP_EXEC_METRICS_AUTH=none.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,11 +11,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../support/loopback_http.h"
 #include "../support/sandbox_test.h"
 #include "../support/temp_dir.h"
 #include "base/sys.h"
@@ -32,75 +29,11 @@ using nlohmann::json;
 
 constexpr char kToken[] = "metrics-test-token";
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-struct Reply {
-  int status = 0;  // 0: no answer
-  std::string head;
-  std::string body;
-  std::string Header(const std::string& name) const {
-    std::smatch m;
-    if (std::regex_search(head, m, std::regex("\r\n" + name + ": ([^\r]*)", std::regex::icase))) {
-      return m[1];
-    }
-    return "";
-  }
-};
-
-// One request on its own connection (Connection: close), read to the end.
-Reply Request(int port, const std::string& method, const std::string& path,
-              const std::vector<std::string>& headers = {}, const std::string& body = "") {
-  Reply reply;
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval tv{60, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string in;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                          "Connection: close\r\n";
-    if (!body.empty()) {
-      request += "Content-Type: application/json\r\nAccept: application/json\r\n"
-                 "Content-Length: " + std::to_string(body.size()) + "\r\n";
-    }
-    for (const std::string& h : headers) request += h + "\r\n";
-    request += "\r\n" + body;
-    if (WriteAll(fd, request).ok()) {
-      char buf[8192];
-      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) in.append(buf, size_t(n));
-    }
-  }
-  close(fd);
-  const size_t end = in.find("\r\n\r\n");
-  if (sscanf(in.c_str(), "HTTP/1.1 %d", &reply.status) != 1 || end == std::string::npos) {
-    reply.status = 0;
-    return reply;
-  }
-  reply.head = in.substr(0, end);
-  reply.body = in.substr(end + 4);
-  return reply;
-}
-
-bool Exited(pid_t pid) {
-  siginfo_t info{};
-  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-         info.si_pid == pid;
+// One request on its own connection; a JSON body asks for a JSON reply.
+HttpReply Request(int port, const std::string& method, const std::string& path,
+                  std::vector<std::string> headers = {}, const std::string& body = "") {
+  if (!body.empty()) headers.push_back("Accept: application/json");
+  return HttpRequest(port, method, path, headers, body);
 }
 
 // Polls until `path` answers 200 (true) or the server exits or 60 s pass (false).
@@ -166,7 +99,7 @@ json Call(int port, const std::string& session, int id, const json& arguments) {
   headers.push_back("Mcp-Session-Id: " + session);
   const json request = {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
                         {"params", {{"name", "exec"}, {"arguments", arguments}}}};
-  const Reply r = Request(port, "POST", "/mcp", headers, request.dump());
+  const HttpReply r = Request(port, "POST", "/mcp", headers, request.dump());
   EXPECT_EQ(r.status, 200) << r.body;
   const json reply = json::parse(r.body, nullptr, false);
   return reply.is_object() && reply.contains("result") ? reply["result"] : reply;
@@ -181,7 +114,7 @@ TEST_P(MetricsTest, ExecCallsAreCountedAndTheScrapePassesPromtool) {
   const json init = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
                      {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
                                  {"clientInfo", {{"name", "metrics-test"}, {"version", "1"}}}}}};
-  const Reply opened = Request(port, "POST", "/mcp", kAuth, init.dump());
+  const HttpReply opened = Request(port, "POST", "/mcp", kAuth, init.dump());
   ASSERT_EQ(opened.status, 200) << opened.body;
   const std::string session = opened.Header("Mcp-Session-Id");
   ASSERT_FALSE(session.empty()) << opened.head;
@@ -195,7 +128,7 @@ TEST_P(MetricsTest, ExecCallsAreCountedAndTheScrapePassesPromtool) {
   EXPECT_EQ(slow["structuredContent"]["timed_out"], true) << slow;
 
   EXPECT_EQ(Request(port, "GET", "/metrics").status, 401) << "a token is set: /metrics needs it";
-  const Reply scrape = Request(port, "GET", "/metrics", kAuth);
+  const HttpReply scrape = Request(port, "GET", "/metrics", kAuth);
   ASSERT_EQ(scrape.status, 200);
   EXPECT_THAT(scrape.Header("Content-Type"), HasSubstr("text/plain; version=0.0.4"));
   const std::string& m = scrape.body;
@@ -242,7 +175,7 @@ TEST_P(MetricsTest, MetricsAuthNoneOpensMetricsButNotMcp) {
   const int port = FreePort();
   BackgroundRun server = Serve(port, {"MCP_EXEC_METRICS_AUTH=none"});
   ASSERT_TRUE(Answers200(server, port, "/healthz")) << Stop(server).Describe();
-  const Reply scrape = Request(port, "GET", "/metrics");
+  const HttpReply scrape = Request(port, "GET", "/metrics");
   EXPECT_EQ(scrape.status, 200);
   EXPECT_THAT(scrape.body, HasSubstr("# TYPE mcp_exec_exec_calls_total counter"));
   EXPECT_EQ(Request(port, "POST", "/mcp", {}, R"({"jsonrpc":"2.0","id":1,"method":"ping"})").status,

@@ -1,10 +1,7 @@
 // `mcp-exec serve` over HTTP and its token: refused off loopback without one (unless chosen),
 // read from a file that keeps it off the command line, and enforced on /mcp.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/loopback_http.h"
 #include "../support/sandbox_runner.h"
 #include "../support/temp_dir.h"
 #include "base/sys.h"
@@ -40,58 +38,12 @@ std::string RandomToken() {
   return std::string("tok-") + buf;
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // One request to 127.0.0.1:port with `Connection: close`; the status code, 0 when there was
 // no answer.
 int HttpStatus(int port, const std::string& method, const std::string& path,
-               const std::vector<std::string>& headers = {}, const std::string& body = "") {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string reply;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" +
-                          std::to_string(port) + "\r\nConnection: close\r\n";
-    if (!body.empty()) {
-      request += "Content-Type: application/json\r\nAccept: application/json, "
-                 "text/event-stream\r\nContent-Length: " +
-                 std::to_string(body.size()) + "\r\n";
-    }
-    for (const std::string& h : headers) request += h + "\r\n";
-    request += "\r\n" + body;
-    if (WriteAll(fd, request).ok()) {
-      char buf[4096];
-      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) reply.append(buf, size_t(n));
-    }
-  }
-  close(fd);
-  int status = 0;
-  if (sscanf(reply.c_str(), "HTTP/1.1 %d", &status) != 1) return 0;
-  return status;
-}
-
-bool Exited(pid_t pid) {
-  siginfo_t info{};
-  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-         info.si_pid == pid;
+               std::vector<std::string> headers = {}, const std::string& body = "") {
+  if (!body.empty()) headers.push_back("Accept: application/json, text/event-stream");
+  return HttpRequest(port, method, path, headers, body, std::chrono::seconds(5)).status;
 }
 
 // Polls until the server answers /healthz on `port` (true) or exits (false), for at most 15 s.

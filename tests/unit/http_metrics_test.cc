@@ -24,14 +24,20 @@ struct Reply {
   std::string body;
 };
 
-// One request on a new connection, read to the server's close.
-Reply Get(int port, const std::string& method_and_path, const std::string& headers = "") {
+// A connection to the server on 127.0.0.1:port.
+UniqueFd Connect(int port) {
   UniqueFd sock(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(connect(sock.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  return sock;
+}
+
+// One request on a new connection, read to the server's close.
+Reply Get(int port, const std::string& method_and_path, const std::string& headers = "") {
+  UniqueFd sock = Connect(port);
   const std::string request = method_and_path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers +
                               "Connection: close\r\n\r\n";
   EXPECT_EQ(write(sock.Get(), request.data(), request.size()),
@@ -118,12 +124,7 @@ TEST_F(HttpMetricsTest, MetricsAuthNoneOpensMetricsOnly) {
 TEST_F(HttpMetricsTest, MetricsCountOpenSessions) {
   Start(WithToken());
   // A legacy SSE stream is a session while it is open.
-  UniqueFd sock(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port_));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(sock.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  UniqueFd sock = Connect(port_);
   const std::string open = std::string("GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\n") + kAuth + "\r\n";
   ASSERT_EQ(write(sock.Get(), open.data(), open.size()), static_cast<ssize_t>(open.size()));
   std::string in;
