@@ -540,6 +540,19 @@ TEST_F(ServerTest, IdleConnectionsHoldNoThread) {
   EXPECT_EQ(poll(&p, 1, 0), 0) << "the idle connection was closed";
 }
 
+// The thread that served a kept-alive connection's request gives its slot back before the
+// connection, so the connection's next request never finds the one slot still taken.
+TEST_F(ServerTest, AKeptAliveConnectionsNextRequestFindsItsSlotFree) {
+  limits_.max_connections = 1;
+  Start();
+  UniqueFd fd = Connect(port_);
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(SendAll(fd.Get(), kGet));
+    const std::string got = ReadSome(fd.Get());
+    ASSERT_TRUE(got.starts_with(kOk)) << "request " << i << ": " << got;
+  }
+}
+
 TEST_F(ServerTest, RequestsBeyondTheCapAre503) {
   limits_.max_connections = 1;
   std::atomic<bool> release{false};

@@ -95,15 +95,18 @@ class Threads {
   explicit Threads(size_t max) : max_(max) {}
   ~Threads() { JoinAll(); }
 
-  // Runs fn on a new thread. False when the limit is reached or no thread can be started.
-  bool Spawn(std::function<void()> fn) {
+  // Runs fn on a new thread. False when the limit is reached or no thread can be started. fn
+  // may call its argument to give its slot back before it returns: a thread that hands its
+  // connection back to the loop must free the slot first, or the connection's next request,
+  // read at once, finds every slot taken (with a limit of 1, always a race).
+  bool Spawn(std::function<void(const std::function<void()>& release)> fn) {
     std::lock_guard lock(mu_);
     Reap();
     if (workers_.size() >= max_) return false;
     auto done = std::make_shared<std::atomic<bool>>(false);
     try {
       workers_.push_back({std::thread([fn = std::move(fn), done] {
-                            fn();
+                            fn([&done] { done->store(true); });
                             done->store(true);
                           }),
                           done});
@@ -320,10 +323,13 @@ class ConnectionServer::Loop {
     }
     std::shared_ptr<Tracked> tracked = std::move(idle.tracked);
     Drop(it);
-    const bool spawned = threads_.Spawn([this, tracked]() mutable {
-      std::shared_ptr<Tracked> mine = std::move(tracked);
-      if (mine->conn->ServeReady()) GiveBack(std::move(mine));
-    });
+    const bool spawned =
+        threads_.Spawn([this, tracked](const std::function<void()>& release) mutable {
+          std::shared_ptr<Tracked> mine = std::move(tracked);
+          if (!mine->conn->ServeReady()) return;
+          release();
+          GiveBack(std::move(mine));
+        });
     if (!spawned) {
       if (auto held = busy_log_.Allow()) {
         log::Warn("too many requests at once: refusing with 503",
