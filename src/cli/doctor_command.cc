@@ -127,11 +127,13 @@ Check FiguresCheckFor(const config::Config& config) {
 Check EngineCheckFor(const config::Config& config,
                      const Result<std::shared_ptr<limits::LimitsBackend>>& backend,
                      bool earlier_failed) {
-  if (earlier_failed || !backend.ok()) return doctor::EngineCheck(config.engine, config.preload, {});
+  if (earlier_failed || !backend.ok()) {
+    return doctor::EngineCheck(config::EngineName(config.engine), config.preload, {});
+  }
   auto first_ready = [&](const char* engine) -> Result<std::chrono::milliseconds> {
     MCPEXEC_ASSIGN_OR_RETURN(auto plan, exec::PrepareSandboxes(config, *backend));
     config::Config warm = config;
-    warm.engine = engine;
+    warm.engine = config::EngineFromName(engine).value_or(config::EngineKind::kCold);
     const auto start = std::chrono::steady_clock::now();
     MCPEXEC_ASSIGN_OR_RETURN(auto started,
                              exec::StartEngine(warm, std::move(plan), exec::EngineUse::kOneShot));
@@ -140,7 +142,7 @@ Check EngineCheckFor(const config::Config& config,
   };
   std::vector<doctor::EngineTrial> trials;
   for (const char* engine : exec::kAutoOrder) trials.push_back({engine, first_ready(engine)});
-  return doctor::EngineCheck(config.engine, config.preload, trials);
+  return doctor::EngineCheck(config::EngineName(config.engine), config.preload, trials);
 }
 
 }  // namespace

@@ -117,7 +117,8 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << plan.error().message << "\n";
     return kExitSetupFailed;
   }
-  config->engine = options.engine;
+  // --engine's choices are engines' names (AddRunCommand checks them).
+  config->engine = config::EngineFromName(options.engine).value_or(config::EngineKind::kCold);
   auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kOneShot);
   if (!engine.ok()) {
     std::cerr << "mcp-exec: " << engine.error().message << "\n";

@@ -28,7 +28,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions& options) {
 }
 
 Result<Exposure> CheckExposure(const config::Config& config) {
-  if (config.transport == "stdio") return Exposure::kStdio;
+  if (config.transport == config::Transport::kStdio) return Exposure::kStdio;
   auto address = mcp::http::ParseListenAddress(config.addr);
   if (!address.ok()) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -39,7 +39,8 @@ Result<Exposure> CheckExposure(const config::Config& config) {
   if (config.allow_unauthenticated) return Exposure::kOpenByChoice;
   return MakeError(
       ErrorCode::kInvalidArgument,
-      "refusing to serve " + config.transport + " on " + address->ToString() +
+      "refusing to serve " + std::string(config::TransportName(config.transport)) + " on " +
+          address->ToString() +
           " (MCP_EXEC_ADDR, not loopback) without an auth token: anyone who can reach it could "
           "run code. Set a token with MCP_EXEC_AUTH_TOKEN_FILE (--auth-token-file) or "
           "MCP_EXEC_AUTH_TOKEN, listen on loopback (MCP_EXEC_ADDR=127.0.0.1:" +
@@ -79,7 +80,7 @@ int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& 
   options.listen = *address;
   options.auth_token = config.auth_token;
   options.max_body_bytes = config::MaxMessageBytes(config);
-  options.metrics_need_token = config.metrics_auth == "token";
+  options.metrics_need_token = config.metrics_auth == config::MetricsAuth::kToken;
   options.write_metrics = [&sources](metrics::TextWriter& out) { WriteServeMetrics(out, sources); };
   options.readiness = [engine = sources.engine] {
     return JudgeReadiness(GatherReadiness(engine->Plan(), *engine));
@@ -130,13 +131,13 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
               {{"engine", p.engine}, {"error", p.error.message}});
   }
   if (!engine.ok()) {
-    log::Error("cannot start the engine", {{"engine", config->engine},
+    log::Error("cannot start the engine", {{"engine", config::EngineName(config->engine)},
                                            {"error", engine.error().message}});
     return 1;
   }
   // A client that goes away mid-write must not kill the server.
   signal(SIGPIPE, SIG_IGN);
-  if (config->transport != "stdio") {
+  if (config->transport != config::Transport::kStdio) {
     // Blocked before any thread starts, so that only ServeHttp's sigwait() takes them.
     const sigset_t stop_signals = StopSignals();
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
@@ -164,9 +165,9 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
               "limits_backend \"rlimit\"");
   }
   log::Info("starting", {{"version", version},
-                         {"transport", config->transport},
+                         {"transport", config::TransportName(config->transport)},
                          {"engine", (*engine)->Name()},
-                         {"engine_setting", config->engine},
+                         {"engine_setting", config::EngineName(config->engine)},
                          {"rootfs", (*plan)->Spec().rootfs},
                          {"seccomp_profile", config->seccomp_profile},
                          {"limits_backend", limits::BackendName((*plan)->Limits().Kind())},
@@ -177,7 +178,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
                          {"max_concurrency", config->max_concurrency},
                          {"max_queue", config->max_queue}});
 
-  if (config->transport == "stdio") {
+  if (config->transport == config::Transport::kStdio) {
     auto served = mcp::ServeStdio(server, STDIN_FILENO, STDOUT_FILENO,
                                   config::MaxMessageBytes(*config));
     pool.Drain();  // the cancelled calls end before the server they belong to

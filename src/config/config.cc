@@ -14,33 +14,12 @@
 #include <thread>
 
 #include "base/unique_fd.h"
+#include "config/settings.h"
 
 namespace mcpexec::config {
 namespace {
 
 constexpr uint64_t kMaxBytes = 1ull << 40;
-
-template <class T>
-Result<void> SetInt(const std::string& name, const std::string& text, long long min, long long max,
-                    T& out) {
-  auto v = ParseInt(text, min, max);
-  if (!v.ok()) return MakeError(ErrorCode::kInvalidArgument, name + ": " + v.error().message);
-  out = static_cast<T>(*v);
-  return Ok();
-}
-
-Result<void> SetBytes(const std::string& name, const std::string& text, uint64_t& out) {
-  auto v = ParseBytes(text);
-  if (!v.ok()) return MakeError(ErrorCode::kInvalidArgument, name + ": " + v.error().message);
-  out = *v;
-  return Ok();
-}
-
-Result<void> SetPath(const std::string& name, const std::string& text, std::string& out) {
-  if (text.empty()) return MakeError(ErrorCode::kInvalidArgument, name + ": must not be empty");
-  out = text;
-  return Ok();
-}
 
 }  // namespace
 
@@ -52,8 +31,59 @@ EnvLookup ProcessEnv() {
   };
 }
 
+const char* TransportName(Transport transport) {
+  switch (transport) {
+    case Transport::kStdio: return "stdio";
+    case Transport::kHttp: return "http";
+    case Transport::kSse: return "sse";
+  }
+  return "unknown";
+}
+
+const char* LimitsModeName(LimitsMode mode) {
+  switch (mode) {
+    case LimitsMode::kAuto: return "auto";
+    case LimitsMode::kCgroup2: return "cgroup2";
+    case LimitsMode::kCgroup1: return "cgroup1";
+    case LimitsMode::kRlimit: return "rlimit";
+  }
+  return "unknown";
+}
+
+const char* MetricsAuthName(MetricsAuth auth) {
+  switch (auth) {
+    case MetricsAuth::kToken: return "token";
+    case MetricsAuth::kNone: return "none";
+  }
+  return "unknown";
+}
+
+const char* EngineName(EngineKind engine) {
+  switch (engine) {
+    case EngineKind::kAuto: return "auto";
+    case EngineKind::kCold: return "cold";
+    case EngineKind::kPool: return "pool";
+    case EngineKind::kZygote: return "zygote";
+  }
+  return "unknown";
+}
+
+std::optional<EngineKind> EngineFromName(std::string_view name) {
+  for (const EngineKind e :
+       {EngineKind::kAuto, EngineKind::kCold, EngineKind::kPool, EngineKind::kZygote}) {
+    if (name == EngineName(e)) return e;
+  }
+  return std::nullopt;
+}
+
 Config Defaults(const std::string& default_rootfs) {
   Config c;
+  for (const Setting& s : Settings()) {
+    // An empty default is the member's own empty value; the table's defaults parse (a unit
+    // test holds them to it), so this cannot fail.
+    if (s.default_text.empty() && s.type != SettingType::kSwitch) continue;
+    (void)ApplySetting(s, std::string(s.default_text), c);
+  }
   c.rootfs = default_rootfs;
   const unsigned cpus = std::thread::hardware_concurrency();
   c.max_concurrency = cpus == 0 ? 1 : static_cast<int>(cpus);
@@ -157,133 +187,9 @@ Result<uint64_t> ParseBytes(const std::string& text) {
   return static_cast<uint64_t>(*v) * unit;
 }
 
-namespace {
-
-Result<void> SetOneOf(const std::string& name, const std::string& text,
-                      std::initializer_list<const char*> allowed, std::string& out) {
-  std::string list;
-  for (const char* a : allowed) {
-    if (text == a) {
-      out = text;
-      return Ok();
-    }
-    list += std::string(list.empty() ? "" : ", ") + a;
-  }
-  return MakeError(ErrorCode::kInvalidArgument,
-                   name + ": '" + text + "' is not one of " + list);
-}
-
-// "1" turns a switch on; "0" and "" (a line `NAME=` in an environment file) leave it off.
-Result<void> SetSwitch(const std::string& name, const std::string& text, bool& out) {
-  if (text != "1" && text != "0" && !text.empty()) {
-    return MakeError(ErrorCode::kInvalidArgument, name + ": '" + text + "' is not 1 or 0");
-  }
-  out = text == "1";
-  return Ok();
-}
-
-Result<void> SetTransport(const std::string& name, const std::string& text, std::string& out) {
-  return SetOneOf(name, text, {"stdio", "http", "sse"}, out);
-}
-
-}  // namespace
-
 Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
-  struct Var {
-    const char* name;
-    std::function<Result<void>(const std::string&, const std::string&)> set;
-  };
-  constexpr long long kIdMax = std::numeric_limits<uid_t>::max() - 1;
-  const Var vars[] = {
-      {"MCP_EXEC_TRANSPORT", [&](auto& n, auto& v) { return SetTransport(n, v, c.transport); }},
-      {"MCP_EXEC_ADDR", [&](auto& n, auto& v) { return SetPath(n, v, c.addr); }},
-      {"MCP_EXEC_AUTH_TOKEN",
-       [&](auto&, auto& v) {
-         c.auth_token = v;  // empty disables auth, as in the seed
-         return Ok();
-       }},
-      {"MCP_EXEC_AUTH_TOKEN_FILE",
-       [&](auto&, auto& v) {
-         c.auth_token_file = v;  // empty: none, like an empty token
-         return Ok();
-       }},
-      {"MCP_EXEC_ALLOW_UNAUTHENTICATED",
-       [&](auto& n, auto& v) { return SetSwitch(n, v, c.allow_unauthenticated); }},
-      {"MCP_EXEC_METRICS_AUTH",
-       [&](auto& n, auto& v) { return SetOneOf(n, v, {"token", "none"}, c.metrics_auth); }},
-      {"MCP_EXEC_MAX_CONCURRENCY",
-       [&](auto& n, auto& v) { return SetInt(n, v, 1, 1024, c.max_concurrency); }},
-      {"MCP_EXEC_MAX_QUEUE", [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_queue); }},
-      {"MCP_EXEC_ROOTFS", [&](auto& n, auto& v) { return SetPath(n, v, c.rootfs); }},
-      {"MCP_EXEC_SECCOMP_PROFILE",
-       [&](auto& n, auto& v) { return SetPath(n, v, c.seccomp_profile); }},
-      {"MCP_EXEC_PYTHON", [&](auto& n, auto& v) { return SetPath(n, v, c.python); }},
-      {"MCP_EXEC_DEFAULT_TIMEOUT_S",
-       [&](auto& n, auto& v) { return SetInt(n, v, 1, 86400, c.default_timeout_s); }},
-      {"MCP_EXEC_MAX_TIMEOUT_S",
-       [&](auto& n, auto& v) { return SetInt(n, v, 1, 86400, c.max_timeout_s); }},
-      {"MCP_EXEC_MAX_OUTPUT_BYTES",
-       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_output_bytes); }},
-      {"MCP_EXEC_MAX_STDIN_BYTES",
-       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_stdin_bytes); }},
-      {"MCP_EXEC_WORKSPACE_BYTES",
-       [&](auto& n, auto& v) { return SetBytes(n, v, c.workspace_bytes); }},
-      {"MCP_EXEC_MAX_INPUT_FILES",
-       [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_input_files); }},
-      {"MCP_EXEC_MAX_INPUT_FILE_BYTES",
-       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_input_file_bytes); }},
-      {"MCP_EXEC_MAX_OUTPUT_FILES",
-       [&](auto& n, auto& v) { return SetInt(n, v, 0, 100000, c.max_output_files); }},
-      {"MCP_EXEC_MAX_OUTPUT_FILE_BYTES",
-       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_output_file_bytes); }},
-      {"MCP_EXEC_MAX_RESULT_BYTES",
-       [&](auto& n, auto& v) { return SetBytes(n, v, c.max_result_bytes); }},
-      {"MCP_EXEC_MEMORY_MAX",
-       [&](auto& n, auto& v) -> Result<void> {
-         MCPEXEC_RETURN_IF_ERROR(SetBytes(n, v, c.memory_max));
-         if (c.memory_max < (16u << 20)) {
-           return MakeError(ErrorCode::kInvalidArgument,
-                            n + ": at least 16m, or Python cannot start");
-         }
-         return Ok();
-       }},
-      {"MCP_EXEC_PIDS_MAX", [&](auto& n, auto& v) { return SetInt(n, v, 4, 1 << 22, c.pids_max); }},
-      {"MCP_EXEC_CPUS",
-       [&](auto& n, auto& v) -> Result<void> {
-         auto cpus = ParseDecimal(v, 0.01, 1024);
-         if (!cpus.ok()) return MakeError(ErrorCode::kInvalidArgument, n + ": " + cpus.error().message);
-         c.cpus = *cpus;
-         return Ok();
-       }},
-      {"MCP_EXEC_LIMITS",
-       [&](auto& n, auto& v) {
-         return SetOneOf(n, v, {"auto", "cgroup2", "cgroup1", "rlimit"}, c.limits);
-       }},
-      {"MCP_EXEC_CGROUP", [&](auto& n, auto& v) { return SetPath(n, v, c.cgroup); }},
-      {"MCP_EXEC_HOST_UID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_uid); }},
-      {"MCP_EXEC_HOST_GID", [&](auto& n, auto& v) { return SetInt(n, v, 1, kIdMax, c.host_gid); }},
-      {"MCP_EXEC_ENGINE", [&](auto& n, auto& v) { return SetOneOf(n, v, {"auto", "cold", "pool", "zygote"}, c.engine); }},
-      {"MCP_EXEC_POOL_SIZE", [&](auto& n, auto& v) { return SetInt(n, v, 1, 64, c.pool_size); }},
-      {"MCP_EXEC_ZYGOTE_MAX_FORKS",
-       [&](auto& n, auto& v) { return SetInt(n, v, 1, 1000000, c.zygote_max_forks); }},
-      {"MCP_EXEC_ZYGOTE_MAX_AGE_S",
-       [&](auto& n, auto& v) { return SetInt(n, v, 1, 86400, c.zygote_max_age_s); }},
-      {"MCP_EXEC_PRELOAD",
-       [&](auto& n, auto& v) -> Result<void> {
-         auto modules = ParseModuleList(v);
-         if (!modules.ok()) {
-           return MakeError(ErrorCode::kInvalidArgument, n + ": " + modules.error().message);
-         }
-         c.preload = std::move(*modules);
-         return Ok();
-       }},
-      {"MCP_EXEC_FIGURE_MAX_PX",
-       [&](auto& n, auto& v) {
-         return SetInt(n, v, kFigureMaxPxMin, kFigureMaxPxMax, c.figure_max_px);
-       }},
-  };
-  for (const Var& var : vars) {
-    if (auto value = env(var.name)) MCPEXEC_RETURN_IF_ERROR(var.set(var.name, *value));
+  for (const Setting& s : Settings()) {
+    if (auto value = env(std::string(s.env))) MCPEXEC_RETURN_IF_ERROR(ApplySetting(s, *value, c));
   }
   return Ok();
 }

@@ -9,12 +9,31 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
 
 namespace mcpexec::config {
 
+// MCP_EXEC_TRANSPORT. The order is that of the setting's choices (settings.cc).
+enum class Transport { kStdio, kHttp, kSse };
+// MCP_EXEC_LIMITS: which limits backend to use; auto takes the first that works here.
+enum class LimitsMode { kAuto, kCgroup2, kCgroup1, kRlimit };
+// MCP_EXEC_METRICS_AUTH: whether /metrics needs the token (when one is set).
+enum class MetricsAuth { kToken, kNone };
+// MCP_EXEC_ENGINE: where a run's sandbox comes from (docs/engine.md).
+enum class EngineKind { kAuto, kCold, kPool, kZygote };
+
+// The names the environment, the flags, logs and results use: "stdio", "cgroup1", "token".
+const char* TransportName(Transport transport);
+const char* LimitsModeName(LimitsMode mode);
+const char* MetricsAuthName(MetricsAuth auth);
+const char* EngineName(EngineKind engine);
+// The engine of a name ("pool"), or nullopt for a name that is none.
+std::optional<EngineKind> EngineFromName(std::string_view name);
+
+// The defaults are the table's (settings.cc); a unit test holds these initializers to it.
 struct Config {
   std::string rootfs;                       // MCP_EXEC_ROOTFS (default: the built one)
   std::string python = "python3";           // MCP_EXEC_PYTHON, inside the rootfs
@@ -36,7 +55,7 @@ struct Config {
   uint64_t memory_max = 256ull << 20;       // MCP_EXEC_MEMORY_MAX: per run, no swap
   uint64_t pids_max = 128;                  // MCP_EXEC_PIDS_MAX: per run
   double cpus = 1.0;                        // MCP_EXEC_CPUS: CPU bandwidth per run
-  std::string limits = "auto";              // MCP_EXEC_LIMITS: auto | cgroup2 | cgroup1 | rlimit
+  LimitsMode limits = LimitsMode::kAuto;    // MCP_EXEC_LIMITS
   std::string cgroup;                       // MCP_EXEC_CGROUP: delegated cgroup v2 to manage
   uid_t host_uid = 65532;                   // MCP_EXEC_HOST_UID: host uid of the sandbox, as root
   gid_t host_gid = 65532;                   // MCP_EXEC_HOST_GID
@@ -45,7 +64,7 @@ struct Config {
 
   // Engines (docs/engine.md). MCP_EXEC_ENGINE: auto | cold | pool | zygote, where auto is the
   // fastest that starts (exec/engine_choice.h); `mcp-exec run` is cold unless given --engine.
-  std::string engine = "auto";
+  EngineKind engine = EngineKind::kAuto;
   int pool_size = 2;                 // MCP_EXEC_POOL_SIZE: sandboxes kept ready (pool, zygote)
   int zygote_max_forks = 1000;       // MCP_EXEC_ZYGOTE_MAX_FORKS: forks before it is replaced
   int zygote_max_age_s = 600;        // MCP_EXEC_ZYGOTE_MAX_AGE_S: its age when it is replaced
@@ -53,18 +72,19 @@ struct Config {
   std::vector<std::string> preload = {"numpy", "pandas", "matplotlib.pyplot"};
 
   // The server (mcp-exec serve).
-  std::string transport = "stdio";          // MCP_EXEC_TRANSPORT: stdio | http | sse
+  Transport transport = Transport::kStdio;  // MCP_EXEC_TRANSPORT
   std::string addr = ":8080";               // MCP_EXEC_ADDR: listen address for http/sse
   std::string auth_token;                   // MCP_EXEC_AUTH_TOKEN: empty = no auth
   // MCP_EXEC_AUTH_TOKEN_FILE: a file holding the token, read once by `serve` (LoadAuthToken).
   std::string auth_token_file;
   // MCP_EXEC_ALLOW_UNAUTHENTICATED=1: serve HTTP off loopback without a token, by choice.
   bool allow_unauthenticated = false;
-  // MCP_EXEC_METRICS_AUTH: token (/metrics needs the token, when one is set) | none (open, for a
-  // scraper inside the cluster).
-  std::string metrics_auth = "token";
+  // MCP_EXEC_METRICS_AUTH: kNone leaves /metrics open, for a scraper inside the cluster.
+  MetricsAuth metrics_auth = MetricsAuth::kToken;
   int max_concurrency = 0;                  // MCP_EXEC_MAX_CONCURRENCY: runs at once (CPUs)
   int max_queue = 64;                       // MCP_EXEC_MAX_QUEUE: runs waiting for a slot
+
+  bool operator==(const Config&) const = default;
 };
 
 
@@ -72,7 +92,8 @@ struct Config {
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup ProcessEnv();
 
-// The compiled-in defaults with `default_rootfs` as the rootfs.
+// The table's defaults (settings.h) with `default_rootfs` as the rootfs and the machine's CPU
+// count as MCP_EXEC_MAX_CONCURRENCY.
 Config Defaults(const std::string& default_rootfs);
 
 // Overlays every MCP_EXEC_* variable that is set onto `config`. A malformed value is an error

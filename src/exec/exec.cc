@@ -34,9 +34,12 @@ sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
 
 limits::BackendOptions BackendOptionsFor(const config::Config& config) {
   limits::BackendOptions options;
-  // Validate() accepted only the four names.
-  auto mode = limits::ParseMode(config.limits);
-  options.mode = mode.ok() ? *mode : limits::Mode::kAuto;
+  switch (config.limits) {
+    case config::LimitsMode::kAuto: options.mode = limits::Mode::kAuto; break;
+    case config::LimitsMode::kCgroup2: options.mode = limits::Mode::kCgroup2; break;
+    case config::LimitsMode::kCgroup1: options.mode = limits::Mode::kCgroup1; break;
+    case config::LimitsMode::kRlimit: options.mode = limits::Mode::kRlimit; break;
+  }
   options.limits.memory_max = config.memory_max;
   options.limits.pids_max = config.pids_max;
   options.limits.cpus = config.cpus;
@@ -93,7 +96,9 @@ Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config
                                                     std::shared_ptr<const sandbox::LaunchPlan> plan,
                                                     EngineUse use,
                                                     std::vector<PassedOver>* passed_over) {
-  if (config.engine != "auto") return StartNamedEngine(config, config.engine, std::move(plan), use);
+  if (config.engine != config::EngineKind::kAuto) {
+    return StartNamedEngine(config, config::EngineName(config.engine), std::move(plan), use);
+  }
   std::vector<PassedOver> ignored;
   return ChooseAuto<std::shared_ptr<engine::Engine>>(
       [&](const char* name) { return StartNamedEngine(config, name, plan, use); },

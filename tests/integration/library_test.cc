@@ -147,7 +147,7 @@ TEST_F(WarmSandboxTest, ASandboxThatEndedWhileItWaitedIsNotRun) {
 
 TEST_F(WarmSandboxTest, APoolWithNothingReadyRunsCold) {
   config::Config config = config::Defaults(HostSetup::Get().Rootfs());
-  config.engine = "pool";
+  config.engine = config::EngineKind::kPool;
   config.preload = {"decimal"};
   auto engine = exec::StartEngine(config, plan_, exec::EngineUse::kOneShot);
   ASSERT_TRUE(engine.ok()) << engine.error().message;
@@ -260,7 +260,7 @@ TEST_F(ZygoteTest, AFailedPreloadStopsTheZygoteAtStart) {
 
 TEST_F(ZygoteTest, AnEngineWhoseZygoteDiedRunsColdThenForksFromANewOne) {
   config::Config config = config::Defaults(HostSetup::Get().Rootfs());
-  config.engine = "zygote";
+  config.engine = config::EngineKind::kZygote;
   config.preload = {"decimal"};
   config.pool_size = 1;
   auto engine = exec::StartEngine(config, plan_, exec::EngineUse::kServe);
@@ -290,7 +290,7 @@ TEST_F(ZygoteTest, AZygoteIsReplacedAfterItsForks) {
   for (const int max_forks : {1000, 2}) {
     SCOPED_TRACE("MCP_EXEC_ZYGOTE_MAX_FORKS=" + std::to_string(max_forks));
     config::Config config = config::Defaults(HostSetup::Get().Rootfs());
-    config.engine = "zygote";
+    config.engine = config::EngineKind::kZygote;
     config.preload = {"decimal"};
     config.pool_size = 1;
     config.zygote_max_forks = max_forks;

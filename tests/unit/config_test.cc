@@ -181,7 +181,7 @@ TEST(Config, FigureMaxPxIsAPixelCountFrom64To8192) {
 
 TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
   Config c = Defaults("/r");
-  EXPECT_EQ(c.engine, "auto");
+  EXPECT_EQ(c.engine, EngineKind::kAuto);
   EXPECT_EQ(c.pool_size, 2);
   EXPECT_EQ(c.preload, (std::vector<std::string>{"numpy", "pandas", "matplotlib.pyplot"}));
   EXPECT_EQ(c.zygote_max_forks, 1000);
@@ -191,7 +191,7 @@ TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
                             {"MCP_EXEC_ZYGOTE_MAX_AGE_S", "30"}}),
                        c)
                   .ok());
-  EXPECT_EQ(c.engine, "zygote");
+  EXPECT_EQ(c.engine, EngineKind::kZygote);
   EXPECT_EQ(c.zygote_max_forks, 5);
   EXPECT_EQ(c.zygote_max_age_s, 30);
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENGINE", "pool"},
@@ -199,10 +199,10 @@ TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
                             {"MCP_EXEC_PRELOAD", " scipy.stats ,_private,numpy2 "}}),
                        c)
                   .ok());
-  EXPECT_EQ(c.engine, "pool");
+  EXPECT_EQ(c.engine, EngineKind::kPool);
   EXPECT_EQ(c.pool_size, 8);
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENGINE", "auto"}}), c).ok());
-  EXPECT_EQ(c.engine, "auto");
+  EXPECT_EQ(c.engine, EngineKind::kAuto);
   EXPECT_EQ(c.preload, (std::vector<std::string>{"scipy.stats", "_private", "numpy2"}));
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_PRELOAD", ""}}), c).ok());
   EXPECT_TRUE(c.preload.empty()) << "an empty list preloads nothing";
@@ -261,11 +261,11 @@ TEST(Config, AuthVariablesParse) {
 
 TEST(Config, MetricsAuthIsTokenOrNone) {
   Config c = Defaults("/r");
-  EXPECT_EQ(c.metrics_auth, "token");
+  EXPECT_EQ(c.metrics_auth, MetricsAuth::kToken);
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_METRICS_AUTH", "none"}}), c).ok());
-  EXPECT_EQ(c.metrics_auth, "none");
+  EXPECT_EQ(c.metrics_auth, MetricsAuth::kNone);
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_METRICS_AUTH", "token"}}), c).ok());
-  EXPECT_EQ(c.metrics_auth, "token");
+  EXPECT_EQ(c.metrics_auth, MetricsAuth::kToken);
   EXPECT_THAT(ApplyEnv(Env({{"MCP_EXEC_METRICS_AUTH", "off"}}), c).error().message,
               AllOf(HasSubstr("MCP_EXEC_METRICS_AUTH"), HasSubstr("token, none")));
 }
