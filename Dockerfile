@@ -1,0 +1,97 @@
+# mcp-exec: `mcp-exec serve` over Streamable HTTP on :8080, with the Python rootfs.
+#
+#   podman build -t mcp-exec .                                  # or: docker build
+#   podman run --rm -p 8080:8080 \
+#     --security-opt seccomp=packaging/seccomp/mcp-exec-server.json \
+#     --security-opt apparmor=unconfined --security-opt unmask=ALL \
+#     -e MCP_EXEC_AUTH_TOKEN_FILE=/run/secrets/mcp-exec-token -v "$PWD/token:/run/secrets/mcp-exec-token:ro" \
+#     -e MCP_EXEC_LIMITS=rlimit mcp-exec
+#
+# README.md ("Container") gives the reason for each flag and what was verified.
+#
+# Build arguments:
+#   BASE    the Debian 12 image to build on (default debian:12; without a registry, make one with
+#           `mmdebstrap --variant=minbase bookworm base.tar && podman import base.tar debian:12`)
+#   JOBS    ninja's parallel jobs (default: ninja's own, from the number of CPUs)
+#
+# The sandbox's rootfs comes from its recipe (rootfs/, tools/build-rootfs), one source for the
+# host and the image, in one of two ways:
+#   default (the last stage, `image`): the recipe runs in the `rootfs` stage, as on a host. It
+#           needs the Debian mirror, and mount: mmdebstrap as root mounts /proc and /dev into the
+#           tree it builds, so the build needs `--cap-add SYS_ADMIN` (podman/buildah) or
+#           `--allow security.insecure` with `RUN --security=insecure` (BuildKit).
+#   --target image-prebuilt-rootfs: the tree tools/build-rootfs already built on this host (it
+#           is cached there), copied into the build context as .rootfs/ (tests/deploy/
+#           container-check does this). No network, no privilege, and no second rootfs build
+#           (about 80 s and 520 MB of downloads), which is what CI can afford. The selection is a
+#           target rather than a build argument because buildah 1.28 (Debian 12's podman) does
+#           not resolve a stage named by an argument (`FROM rootfs-${ROOTFS}`).
+
+ARG BASE=debian:12
+
+# The binary, compiled and installed by the project's own meson set-up (packaging/meson.build):
+# --prefix=/usr gives the layout the Debian package and deploy/kubernetes use, with the rootfs
+# at /var/lib/mcp-exec/rootfs.
+FROM ${BASE} AS build
+ARG JOBS=
+COPY tools/setup /src/tools/setup
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      $(/src/tools/setup --print-build-packages) \
+ && rm -rf /var/lib/apt/lists/*
+# Only what the build reads (the context may hold .rootfs/, 520 MB).
+COPY meson.build meson_options.txt /src/
+COPY src /src/src
+COPY seccomp-profiles /src/seccomp-profiles
+COPY packaging /src/packaging
+COPY rootfs /src/rootfs
+COPY tools /src/tools
+# -O2 without debug information, stripped: the tree's own default (debugoptimized) is -O2, what
+# the suites run; -O3 (buildtype=release) trips gcc 12's false -Wrestrict in <string>, an error
+# under the project's werror.
+RUN meson setup /build /src --prefix=/usr -Doptimization=2 -Ddebug=false -Dtests=false \
+ && ninja -C /build ${JOBS:+-j$JOBS} \
+ && meson install -C /build --destdir /install --strip --quiet
+# The runtime stage has no libc of its own: the binary's shared libraries (libstdc++, libseccomp
+# and libcap are linked statically; libc, libm and the loader remain), at their paths.
+RUN mkdir -p /runtime/usr/bin /runtime/usr/share \
+ && cp /install/usr/bin/mcp-exec /runtime/usr/bin/ \
+ && cp -a /install/usr/share/mcp-exec /runtime/usr/share/ \
+ && rm -rf /runtime/usr/share/mcp-exec/rootfs /runtime/usr/share/mcp-exec/default-rootfs \
+ && mkdir /runtime/usr/share/mcp-exec/seccomp \
+ && cp /src/packaging/seccomp/mcp-exec-server.json /runtime/usr/share/mcp-exec/seccomp/ \
+ && ldd /install/usr/bin/mcp-exec | awk '$(NF-1) ~ /^\// { print $(NF-1) } $1 ~ /^\// { print $1 }' \
+      | sort -u | xargs -I{} cp --parents -L {} /runtime/
+
+# The rootfs, built from its recipe by tools/build-rootfs exactly as on a host (in a cache of this
+# stage's own, so that it never touches a host's trees).
+FROM ${BASE} AS rootfs
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap
+COPY rootfs /src/rootfs
+COPY tools/build-rootfs /src/tools/build-rootfs
+RUN MCP_EXEC_CACHE=/cache /src/tools/build-rootfs --out /src/build/rootfs \
+ && mv "$(readlink /src/build/rootfs)" /rootfs
+
+# What both images share: FROM scratch, so an image is the rootfs plus the binary and its libc.
+# The server needs no shell, no package manager and no writable path: every sandbox gets the
+# rootfs read-only, a fresh /proc and /dev, and a tmpfs workspace.
+FROM scratch AS runtime
+COPY --from=build /runtime/ /
+# 65532: the conventional "nonroot" uid, as in deploy/kubernetes. The server runs rootless: each
+# sandbox's user maps to it, and it needs no capability.
+USER 65532:65532
+ENV PATH=/usr/bin
+EXPOSE 8080
+# HTTP on every address of the container: flags rather than MCP_EXEC_TRANSPORT and
+# MCP_EXEC_ADDR, so that `podman run -i IMAGE serve` is stdio, as the binary's own default. Off
+# loopback the server refuses to start without a token: MCP_EXEC_AUTH_TOKEN_FILE (a mounted
+# secret, mode 0400 or 0440) or MCP_EXEC_AUTH_TOKEN; or MCP_EXEC_ALLOW_UNAUTHENTICATED=1.
+ENTRYPOINT ["mcp-exec"]
+CMD ["serve", "--transport", "http", "--addr", ":8080"]
+
+FROM runtime AS image-prebuilt-rootfs
+COPY .rootfs/ /var/lib/mcp-exec/rootfs/
+
+FROM runtime AS image
+COPY --from=rootfs /rootfs/ /var/lib/mcp-exec/rootfs/
