@@ -1,11 +1,13 @@
 # mcp-exec: `mcp-exec serve` over Streamable HTTP on :8080, with the Python rootfs.
 #
-#   podman build -t mcp-exec .                                  # or: docker build
-#   podman run --rm -p 8080:8080 \
-#     --security-opt seccomp=packaging/seccomp/mcp-exec-server.json \
-#     --security-opt apparmor=unconfined --security-opt unmask=ALL \
-#     -e MCP_EXEC_AUTH_TOKEN_FILE=/run/secrets/mcp-exec-token -v "$PWD/token:/run/secrets/mcp-exec-token:ro" \
-#     -e MCP_EXEC_LIMITS=rlimit mcp-exec
+#   podman build --cap-add SYS_ADMIN -t mcp-exec .     # or docker build; see the targets below
+#   podman run -d -p 8080:8080 \
+#     --security-opt seccomp=packaging/seccomp/mcp-exec-server.json --security-opt unmask=ALL \
+#     -e MCP_EXEC_LIMITS=rlimit \
+#     -v "$PWD/token:/run/secrets/mcp-exec-token:ro" -e MCP_EXEC_AUTH_TOKEN_FILE=/run/secrets/mcp-exec-token \
+#     mcp-exec
+#   (plus --security-opt apparmor=unconfined where AppArmor is on; docker: systempaths=unconfined
+#   instead of unmask=ALL)
 #
 # README.md ("Container") gives the reason for each flag and what was verified.
 #
@@ -18,8 +20,9 @@
 # host and the image, in one of two ways:
 #   default (the last stage, `image`): the recipe runs in the `rootfs` stage, as on a host. It
 #           needs the Debian mirror, and mount: mmdebstrap as root mounts /proc and /dev into the
-#           tree it builds, so the build needs `--cap-add SYS_ADMIN` (podman/buildah) or
-#           `--allow security.insecure` with `RUN --security=insecure` (BuildKit).
+#           tree it builds, so the build needs `--cap-add SYS_ADMIN` (podman, buildah). Docker's
+#           BuildKit grants no capability to a plain RUN: use the target below there (no Docker
+#           engine could run where this was written, so Docker builds are untried).
 #   --target image-prebuilt-rootfs: the tree tools/build-rootfs already built on this host (it
 #           is cached there), copied into the build context as .rootfs/ (tests/deploy/
 #           container-check does this). No network, no privilege, and no second rootfs build
