@@ -56,7 +56,7 @@ TEST_P(Adversarial, RES_06_WorkspaceInodesAreCapped) {
 }
 
 TEST_P(Adversarial, RES_07_OutputFloodOnBothStreamsIsCapped) {
-  const Outcome r = RunProbe("res07_output_flood", {{"mib", 16}});
+  const Outcome r = RunProbe("res07_output_flood", {{"mib", 16}}, {}, SamplingPeakMemory());
   ASSERT_TRUE(IsRunResult(r));
   EXPECT_EQ(r.json["exit_code"], 0) << r.Describe();
   EXPECT_EQ(r.json["truncated"], true);
@@ -65,7 +65,8 @@ TEST_P(Adversarial, RES_07_OutputFloodOnBothStreamsIsCapped) {
   // 1 MiB of raw output at most; each invalid byte becomes U+FFFD (3 bytes).
   EXPECT_LE(kept, 3u << 20);
   EXPECT_THAT(r.json["stdout"].get<std::string>(), ::testing::HasSubstr("\xef\xbf\xbd"));
-  EXPECT_LT(r.maxrss_kib, 128 * 1024) << "the supervisor's memory grew with the output";
+  EXPECT_GT(r.peak_rss_kib, 1024) << "positive control: mcp-exec's memory was sampled";
+  EXPECT_LT(r.peak_rss_kib, 128 * 1024) << "the supervisor's memory grew with the output";
   EXPECT_LT(r.elapsed, milliseconds(20000));
 }
 

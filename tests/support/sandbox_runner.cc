@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -204,7 +203,8 @@ std::string Outcome::Describe() const {
   std::ostringstream o;
   o << "\n  exit status " << exit_status;
   if (term_signal != 0) o << ", killed by signal " << term_signal;
-  o << ", elapsed " << elapsed.count() << " ms, maxrss " << maxrss_kib << " KiB";
+  o << ", elapsed " << elapsed.count() << " ms";
+  if (peak_rss_kib >= 0) o << ", peak memory " << peak_rss_kib << " KiB";
   if (json.is_object()) {
     for (const char* key : {"exit_code", "duration_ms", "truncated", "timed_out", "signal"}) {
       if (json.contains(key)) o << "\n  " << key << ": " << json[key].dump();
@@ -261,8 +261,10 @@ std::string Outcome::Describe() const {
 // ---------------------------------------------------------------------------- BackgroundRun
 
 BackgroundRun::BackgroundRun(pid_t pid, int out_fd, int err_fd, int pty_fd, int stdin_fd,
-                             std::chrono::steady_clock::time_point start)
+                             std::chrono::steady_clock::time_point start,
+                             bool sample_peak_memory)
     : pid_(pid),
+      sample_peak_memory_(sample_peak_memory),
       out_fd_(out_fd),
       err_fd_(err_fd),
       pty_fd_(pty_fd),
@@ -271,6 +273,7 @@ BackgroundRun::BackgroundRun(pid_t pid, int out_fd, int err_fd, int pty_fd, int 
 
 BackgroundRun::BackgroundRun(BackgroundRun&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
+      sample_peak_memory_(other.sample_peak_memory_),
       out_fd_(std::exchange(other.out_fd_, -1)),
       err_fd_(std::exchange(other.err_fd_, -1)),
       pty_fd_(std::exchange(other.pty_fd_, -1)),
@@ -284,20 +287,36 @@ BackgroundRun::~BackgroundRun() {
   }
 }
 
+long BackgroundRun::SamplePeakUntilExit() const {
+  const std::string status_path = "/proc/" + std::to_string(pid_) + "/status";
+  long peak = 0;
+  for (;;) {
+    // A zombie's status has no VmHWM line: the last sample stands.
+    std::ifstream status(status_path);
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmHWM:", 0) == 0) peak = std::max(peak, std::atol(line.c_str() + 6));
+    }
+    siginfo_t info{};
+    if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno != EINTR) break;
+    if (info.si_pid == pid_) break;
+    usleep(1000);
+  }
+  return peak;
+}
+
 Outcome BackgroundRun::Wait() {
   Outcome outcome;
   if (pid_ <= 0) {
     outcome.err = "harness: Wait() called twice";
     return outcome;
   }
+  if (sample_peak_memory_) outcome.peak_rss_kib = SamplePeakUntilExit();
   int status = 0;
-  rusage usage{};
-  while (wait4(pid_, &status, 0, &usage) < 0 && errno == EINTR) {
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
   outcome.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start_);
-  outcome.maxrss_kib = usage.ru_maxrss;
   if (WIFEXITED(status)) outcome.exit_status = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
   outcome.out = ReadAllFrom(out_fd_);
@@ -523,7 +542,8 @@ BackgroundRun SandboxRunner::StartCommand(const std::vector<std::string>& argv,
   const pid_t pid = Spawn(argv, options, id, in_fd, out_fd, err_fd, pty_slave);
   close(in_fd);
   // The pty master stays open until the run ends: closing it would hang up the session.
-  return BackgroundRun(pid, out_fd, err_fd, pty_fd, stdin_writer, start);
+  return BackgroundRun(pid, out_fd, err_fd, pty_fd, stdin_writer, start,
+                       options.sample_peak_memory);
 }
 
 Outcome SandboxRunner::RunCommand(const std::vector<std::string>& argv,

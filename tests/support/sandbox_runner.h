@@ -41,7 +41,18 @@ struct LaunchOptions {
   bool hold_stdin_open = false;
   // Leave an extra descriptor (fd 9, /dev/null, not close-on-exec) open across its execve.
   bool leak_fd = false;
+  // Sample its peak resident memory (VmHWM) every millisecond until it ends, into
+  // Outcome::peak_rss_kib. wait4's ru_maxrss cannot tell it: a forked child keeps its parent's
+  // high-water mark through execve, so it reports this test program's own size whenever that is
+  // larger, as it is under ASan late in a suite.
+  bool sample_peak_memory = false;
 };
+
+inline LaunchOptions SamplingPeakMemory() {
+  LaunchOptions options;
+  options.sample_peak_memory = true;
+  return options;
+}
 
 inline LaunchOptions WithInput(std::string input) {
   LaunchOptions options;
@@ -61,7 +72,10 @@ struct Outcome {
   int term_signal = 0;   // the signal that killed it, or 0
   std::string out;       // its raw stdout
   std::string err;       // its raw stderr
-  long maxrss_kib = 0;   // ru_maxrss of the process itself (wait4)
+  // The process's own peak resident memory, sampled every millisecond while it ran (it misses
+  // at most its last millisecond; its children are not counted); -1 unless it was asked for
+  // with LaunchOptions::sample_peak_memory.
+  long peak_rss_kib = -1;
   std::chrono::milliseconds elapsed{0};
   // `out` parsed as JSON; a discarded value when it is not JSON.
   nlohmann::json json;
@@ -93,9 +107,12 @@ class BackgroundRun {
  private:
   friend class SandboxRunner;
   BackgroundRun(pid_t pid, int out_fd, int err_fd, int pty_fd, int stdin_fd,
-                std::chrono::steady_clock::time_point start);
+                std::chrono::steady_clock::time_point start, bool sample_peak_memory);
+  // Samples VmHWM until the process has exited (not reaped yet); the largest value seen.
+  long SamplePeakUntilExit() const;
 
   pid_t pid_ = -1;
+  bool sample_peak_memory_ = false;
   int out_fd_ = -1, err_fd_ = -1, pty_fd_ = -1, stdin_fd_ = -1;
   std::chrono::steady_clock::time_point start_;
 };
