@@ -61,8 +61,6 @@ RUN mkdir -p /runtime/usr/bin /runtime/usr/share \
  && cp /install/usr/bin/mcp-exec /runtime/usr/bin/ \
  && cp -a /install/usr/share/mcp-exec /runtime/usr/share/ \
  && rm -rf /runtime/usr/share/mcp-exec/rootfs /runtime/usr/share/mcp-exec/default-rootfs \
- && mkdir /runtime/usr/share/mcp-exec/seccomp \
- && cp /src/packaging/seccomp/mcp-exec-server.json /runtime/usr/share/mcp-exec/seccomp/ \
  && ldd /install/usr/bin/mcp-exec | awk '$(NF-1) ~ /^\// { print $(NF-1) } $1 ~ /^\// { print $1 }' \
       | sort -u | xargs -I{} cp --parents -L {} /runtime/
 
