@@ -16,12 +16,12 @@
 #include <string>
 #include <string_view>
 
-#include "mcp/transport/http_connection.h"
-#include "mcp/transport/http_request.h"
+#include "http/connection.h"
+#include "http/request.h"
 
 namespace {
 
-using namespace mcpexec::mcp::http;
+using namespace mcpexec::http;
 using namespace std::chrono_literals;
 
 class ScriptedHandler : public Handler {

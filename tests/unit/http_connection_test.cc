@@ -1,6 +1,6 @@
 // The request loop of one connection (ServeConnection) over a socketpair, with a scripted
 // handler: keep-alive, pipelining, bodies, 100-continue, streams, limits and timeouts.
-#include "mcp/transport/http_connection.h"
+#include "http/connection.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -661,4 +661,4 @@ TEST(ConnectionServer, ABusyPortIsUnavailable) {
 }
 
 }  // namespace
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

@@ -1,11 +1,11 @@
-#include "mcp/transport/http_request.h"
+#include "http/request.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 namespace {
 
 using State = HeadParse::State;
@@ -484,4 +484,4 @@ TEST(QueryParam, AbsentOrMalformed) {
 }
 
 }  // namespace
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

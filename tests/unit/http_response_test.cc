@@ -1,8 +1,8 @@
-#include "mcp/transport/http_response.h"
+#include "http/response.h"
 
 #include <gtest/gtest.h>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 namespace {
 
 Response Json(int status, std::string body) {
@@ -100,4 +100,4 @@ TEST(ChunkHeader, HexSizes) {
 }
 
 }  // namespace
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

@@ -2,10 +2,10 @@
 
 #include <cstdint>
 
+#include "http/connection.h"
 #include "jsonrpc/message.h"
 #include "log/log.h"
 #include "mcp/transport/http_checks.h"
-#include "mcp/transport/http_connection.h"
 
 namespace mcpexec::mcp::http {
 namespace {

@@ -9,9 +9,13 @@
 #include <string_view>
 #include <vector>
 
-#include "mcp/transport/http_connection.h"
+#include "http/connection.h"
 
 namespace mcpexec::mcp::http {
+
+// MCP's HTTP transports are written in the generic server's terms (Request, Response,
+// Admission, ...), which live a layer below, in src/http.
+using namespace ::mcpexec::http;  // NOLINT(google-build-using-namespace)
 
 // The codes the TypeScript SDK's server uses for transport-level errors with a JSON-RPC body.
 inline constexpr int kTransportError = -32000;

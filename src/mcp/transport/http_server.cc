@@ -13,11 +13,11 @@
 #include <variant>
 
 #include "base/unique_fd.h"
+#include "http/connection.h"
 #include "jsonrpc/message.h"
 #include "log/log.h"
 #include "mcp/protocol.h"
 #include "mcp/transport/http_admission.h"
-#include "mcp/transport/http_connection.h"
 #include "mcp/transport/http_sessions.h"
 #include "mcp/transport/sse_stream.h"
 #include "metrics/instruments.h"

@@ -1,4 +1,4 @@
-#include "mcp/transport/http_connection.h"
+#include "http/connection.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,7 +16,7 @@
 
 #include "log/log.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -458,4 +458,4 @@ WaitResult WaitForMessages(int queue_fd, int sock, int stop_fd, std::chrono::mil
   }
 }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

@@ -1,6 +1,6 @@
 // HTTP/1.1 responses: what a handler fills in (status, headers, a body or a stream), and the pure
 // functions that turn it into bytes (status line and header fields, chunk framing). Writing to
-// the socket is http_connection's job.
+// the socket is connection.h's job.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 
 // Where a streamed body goes. Used only on the connection's thread, during the provider's call.
 class StreamSink {
@@ -87,4 +87,4 @@ std::string_view StatusReason(int status);
 std::string ChunkHeader(size_t size);
 inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

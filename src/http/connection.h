@@ -1,6 +1,6 @@
 // HTTP/1.1 connections: the listening socket and its event loop, which holds every connection
 // that is waiting for a request head, and on each connection the request loop: read a head
-// (http_request.h), admit it, let the handler read the body and fill a response, write the
+// (request.h), admit it, let the handler read the body and fill a response, write the
 // response (fixed length, or streamed with chunked transfer-coding), and keep the connection
 // alive or close it. A connection holds a thread only while one of its requests is served: idle
 // and slow clients cost a socket, so they cannot starve the server of threads. Every wait has a
@@ -18,10 +18,10 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "mcp/transport/http_request.h"
-#include "mcp/transport/http_response.h"
+#include "http/request.h"
+#include "http/response.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 
 struct ConnectionLimits {
   size_t max_connections = 1024;  // requests served at once (a thread each); beyond: 503
@@ -174,4 +174,4 @@ enum class WaitResult { kReady, kTimeout, kStopped, kPeerClosed };
 // is readable, or `timeout` passes. `sock` may be -1 (not watched).
 WaitResult WaitForMessages(int queue_fd, int sock, int stop_fd, std::chrono::milliseconds timeout);
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

@@ -1,6 +1,6 @@
-#include "mcp/transport/http_response.h"
+#include "http/response.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 namespace {
 
 bool SameName(std::string_view a, std::string_view b) {
@@ -146,4 +146,4 @@ std::string ChunkHeader(size_t size) {
   return out;
 }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

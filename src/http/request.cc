@@ -1,8 +1,8 @@
-#include "mcp/transport/http_request.h"
+#include "http/request.h"
 
 #include <limits>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 namespace {
 
 constexpr std::string_view kCrlf = "\r\n";
@@ -443,4 +443,4 @@ std::optional<std::string> QueryParam(std::string_view query, std::string_view n
   }
 }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

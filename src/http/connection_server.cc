@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "http/connection.h"
 #include "log/log.h"
-#include "mcp/transport/http_connection.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -500,4 +500,4 @@ void ConnectionServer::Join() {
   listen_fd_.Reset();
 }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::http {
 
 struct HeadLimits {
   size_t max_head_bytes = 16 * 1024;  // request line + header lines + the empty line; else 431
@@ -144,4 +144,4 @@ class ChunkedDecoder {
 // it is. nullopt when absent.
 std::optional<std::string> QueryParam(std::string_view query, std::string_view name);
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::http
