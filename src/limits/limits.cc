@@ -56,16 +56,6 @@ const char* BackendName(Backend backend) {
   return "unknown";
 }
 
-Result<Mode> ParseMode(const std::string& text) {
-  if (text == "auto") return Mode::kAuto;
-  if (text == "cgroup2") return Mode::kCgroup2;
-  if (text == "cgroup1") return Mode::kCgroup1;
-  if (text == "rlimit") return Mode::kRlimit;
-  return MakeError(ErrorCode::kInvalidArgument,
-                   "MCP_EXEC_LIMITS must be auto, cgroup2, cgroup1 or rlimit, not \"" + text +
-                       "\"");
-}
-
 uint64_t CpuQuotaUs(double cpus) {
   return std::max<uint64_t>(1000, static_cast<uint64_t>(std::llround(cpus * kCpuPeriodUs)));
 }

@@ -38,7 +38,6 @@ const char* BackendName(Backend backend);
 
 // MCP_EXEC_LIMITS: which backend to use.
 enum class Mode { kAuto, kCgroup2, kCgroup1, kRlimit };
-Result<Mode> ParseMode(const std::string& text);
 
 // What one run used, read from its cgroup (or from the init's rusage for the rlimit backend).
 struct Usage {
