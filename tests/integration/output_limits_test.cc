@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../support/host_processes.h"
 #include "../support/sandbox_test.h"
@@ -96,6 +97,22 @@ constexpr long kSupervisorPeakKib = 192 * 1024;
 #else
 constexpr long kSupervisorPeakKib = 48 * 1024;
 #endif
+
+// The harness's peak is mcp-exec's own, however large the test binary that forks it: until its
+// execve the forked child shares, and counts, the test binary's pages. This test binary is made
+// larger than the bound first; a harness that sampled before the execve would report that
+// whenever the scheduler lets this process read the child's status before the child execs
+// (a loaded CI host did, at 224,764 KiB).
+TEST_P(OutputLimitTest, SampledPeakMemoryIsMcpExecsOwnNotTheForkingTestBinarys) {
+  constexpr size_t kBallast = size_t{256} << 20;
+  static_assert(kBallast / 1024 > kSupervisorPeakKib);
+  std::vector<char> ballast(kBallast, 1);  // every page written, so resident
+  const Outcome r = runner_.RunCode("pass\n", {"--engine", "cold"}, SamplingPeakMemory());
+  ASSERT_TRUE(IsRunResult(r)) << r.Describe();
+  EXPECT_EQ(ballast[kBallast / 2], 1);
+  EXPECT_GT(r.peak_rss_kib, 1024) << "positive control: mcp-exec's memory was sampled";
+  EXPECT_LT(r.peak_rss_kib, kSupervisorPeakKib) << "mcp-exec's peak memory, in KiB";
+}
 
 TEST_P(OutputLimitTest, FloodPastTheCapRunsToItsEndWithBoundedSupervisorMemory) {
   // 1600 x 16 KiB on each stream: 50 MiB in all, far more than the cap and the pipes hold.

@@ -288,13 +288,21 @@ BackgroundRun::~BackgroundRun() {
 }
 
 long BackgroundRun::SamplePeakUntilExit() const {
-  const std::string status_path = "/proc/" + std::to_string(pid_) + "/status";
+  const std::string proc = "/proc/" + std::to_string(pid_);
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   long peak = 0;
   for (;;) {
-    // A zombie's status has no VmHWM line: the last sample stands.
-    std::ifstream status(status_path);
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("VmHWM:", 0) == 0) peak = std::max(peak, std::atol(line.c_str() + 6));
+    // Until its execve the child is a fork of this test binary, whose pages it shares and
+    // counts as its own: a sample counts only once its exe is another file. Reading the exe
+    // first makes that safe, since a process execs once. A zombie has neither an exe nor a
+    // VmHWM line, so the last sample stands.
+    const auto exe = std::filesystem::read_symlink(proc + "/exe", ec);
+    if (!ec && exe != self) {
+      std::ifstream status(proc + "/status");
+      for (std::string line; std::getline(status, line);) {
+        if (line.rfind("VmHWM:", 0) == 0) peak = std::max(peak, std::atol(line.c_str() + 6));
+      }
     }
     siginfo_t info{};
     if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno != EINTR) break;

@@ -108,7 +108,7 @@ class BackgroundRun {
   friend class SandboxRunner;
   BackgroundRun(pid_t pid, int out_fd, int err_fd, int pty_fd, int stdin_fd,
                 std::chrono::steady_clock::time_point start, bool sample_peak_memory);
-  // Samples VmHWM until the process has exited (not reaped yet); the largest value seen.
+  // Samples VmHWM from its execve until it has exited (not reaped yet); the largest value seen.
   long SamplePeakUntilExit() const;
 
   pid_t pid_ = -1;
