@@ -1,4 +1,6 @@
-// MCP protocol revisions this server speaks.
+// MCP protocol revisions this server speaks, in two eras: the handshake-based revisions
+// (initialize, then requests in a session) and the stateless one (2026-07-28), where every
+// request names its revision in params._meta and no handshake comes first.
 #pragma once
 
 #include <array>
@@ -14,8 +16,27 @@ inline constexpr std::string_view kLatestProtocolVersion = kProtocolVersions[0];
 // What Streamable HTTP assumes when a request carries no MCP-Protocol-Version header.
 inline constexpr std::string_view kDefaultHttpProtocolVersion = "2025-03-26";
 
+// The stateless revisions: a request in one of them is answered on its own.
+inline constexpr std::array<std::string_view, 1> kStatelessProtocolVersions = {"2026-07-28"};
+
+// The params._meta keys of the stateless era.
+inline constexpr std::string_view kMetaProtocolVersion = "io.modelcontextprotocol/protocolVersion";
+inline constexpr std::string_view kMetaLogLevel = "io.modelcontextprotocol/logLevel";
+inline constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
+
+// The error codes the stateless revision reserves (-32020 to -32099).
+inline constexpr int kHeaderMismatch = -32020;
+inline constexpr int kUnsupportedProtocolVersion = -32022;
+
 inline bool IsSupportedProtocolVersion(std::string_view version) {
   for (std::string_view v : kProtocolVersions) {
+    if (v == version) return true;
+  }
+  return false;
+}
+
+inline bool IsStatelessProtocolVersion(std::string_view version) {
+  for (std::string_view v : kStatelessProtocolVersions) {
     if (v == version) return true;
   }
   return false;

@@ -17,6 +17,28 @@ bool IsProgressToken(const json& token) {
   return token.is_string() || token.is_number_integer() || token.is_number_unsigned();
 }
 
+// How long a client may cache the tool list or the discovery result of the stateless era. Both
+// change only when the server restarts with another configuration (the exec tool's description
+// names the limits), so a few minutes of staleness at most after such a restart.
+constexpr int kCacheTtlMs = 5 * 60 * 1000;
+
+// params._meta[key], or nullptr when params, _meta or the key is absent.
+const json* MetaField(const json& params, std::string_view key) {
+  if (!params.is_object()) return nullptr;
+  auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return nullptr;
+  auto field = meta->find(std::string(key));
+  return field == meta->end() ? nullptr : &*field;
+}
+
+// Every revision this server speaks, the stateless ones first.
+json SupportedVersions() {
+  json versions = json::array();
+  for (std::string_view v : kStatelessProtocolVersions) versions.push_back(v);
+  for (std::string_view v : kProtocolVersions) versions.push_back(v);
+  return versions;
+}
+
 }  // namespace
 
 json ToolError(const std::string& message) {
@@ -73,6 +95,16 @@ Handled Session::Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink>
     return Handled::kResponding;
   };
   try {
+    // A request that names its revision in _meta is of the stateless era, unless an
+    // initialized session names its own handshake revision there; server/discover exists in
+    // that era only.
+    const json* meta_version = MetaField(request.params, kMetaProtocolVersion);
+    const bool session_revision = meta_version != nullptr && initialized_.load() &&
+                                  meta_version->is_string() &&
+                                  IsSupportedProtocolVersion(meta_version->get<std::string>());
+    if (request.method == "server/discover" || (meta_version != nullptr && !session_revision)) {
+      return HandleStateless(request, std::move(sink));
+    }
     if (request.method == "initialize") {
       if (!request.params.is_object()) {
         return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
@@ -93,12 +125,8 @@ Handled Session::Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink>
       return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
                                       "params must be an object"));
     }
-    if (request.method == "tools/list") {
-      json tools = json::array();
-      for (const auto& tool : server_.Tools()) tools.push_back(tool->Definition());
-      return reply(jsonrpc::MakeResult(request.id, {{"tools", std::move(tools)}}));
-    }
-    if (request.method == "tools/call") return CallTool(request, std::move(sink));
+    if (request.method == "tools/list") return reply(jsonrpc::MakeResult(request.id, ToolsList()));
+    if (request.method == "tools/call") return CallTool(request, std::move(sink), CallEra{});
     if (request.method == "logging/setLevel") return reply(SetLogLevel(request));
     return reply(jsonrpc::MakeError(request.id, jsonrpc::kMethodNotFound,
                                     "Method not found: " + request.method));
@@ -134,6 +162,82 @@ json Session::Initialize(const json& params) {
   return result;
 }
 
+Handled Session::HandleStateless(const jsonrpc::Request& request,
+                                 std::shared_ptr<MessageSink> sink) {
+  auto reply = [&](json message) {
+    sink->Send(message, true);
+    return Handled::kResponding;
+  };
+  if (!request.params.is_null() && !request.params.is_object()) {
+    return reply(
+        jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams, "params must be an object"));
+  }
+  // server/discover is answered without a revision too: it is how a client finds one.
+  const json* version = MetaField(request.params, kMetaProtocolVersion);
+  if (version != nullptr &&
+      (!version->is_string() || !IsStatelessProtocolVersion(version->get<std::string>()))) {
+    return reply(jsonrpc::MakeError(
+        request.id, kUnsupportedProtocolVersion, "Unsupported protocol version",
+        json{{"supported", SupportedVersions()},
+             {"requested", version->is_string() ? *version : json(version->dump())}}));
+  }
+  if (request.method == "server/discover") {
+    return reply(jsonrpc::MakeResult(request.id, Stateless(Discover())));
+  }
+  if (version == nullptr) {
+    return reply(jsonrpc::MakeError(
+        request.id, jsonrpc::kInvalidParams,
+        "params._meta needs \"" + std::string(kMetaProtocolVersion) + "\""));
+  }
+  CallEra era;
+  era.stateless = true;
+  if (const json* level = MetaField(request.params, kMetaLogLevel)) {
+    era.log_level = level->is_string() ? ParseLogLevel(level->get<std::string>()) : std::nullopt;
+    if (!era.log_level) {
+      return reply(jsonrpc::MakeError(
+          request.id, jsonrpc::kInvalidParams,
+          "params._meta \"" + std::string(kMetaLogLevel) +
+              "\" is one of debug, info, notice, warning, error, critical, alert, emergency"));
+    }
+  }
+  if (request.method == "tools/list") {
+    json result = ToolsList();
+    result["ttlMs"] = kCacheTtlMs;
+    result["cacheScope"] = "public";
+    return reply(jsonrpc::MakeResult(request.id, Stateless(std::move(result))));
+  }
+  if (request.method == "tools/call") return CallTool(request, std::move(sink), era);
+  // ping, initialize and logging/setLevel among them: the stateless revision has none of them.
+  return reply(jsonrpc::MakeError(
+      request.id, jsonrpc::kMethodNotFound,
+      "Method not found: " + request.method + " (in revision " + version->get<std::string>() +
+          ")"));
+}
+
+json Session::Discover() const {
+  json result = {
+      {"supportedVersions", SupportedVersions()},
+      {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
+      {"ttlMs", kCacheTtlMs},
+      {"cacheScope", "public"},
+  };
+  if (!server_.Info().instructions.empty()) result["instructions"] = server_.Info().instructions;
+  return result;
+}
+
+json Session::ToolsList() const {
+  json tools = json::array();
+  for (const auto& tool : server_.Tools()) tools.push_back(tool->Definition());
+  return {{"tools", std::move(tools)}};
+}
+
+json Session::Stateless(json result) const {
+  result["resultType"] = "complete";
+  result["_meta"][std::string(kMetaServerInfo)] = {{"name", server_.Info().name},
+                                      {"version", server_.Info().version}};
+  return result;
+}
+
 json Session::SetLogLevel(const jsonrpc::Request& request) {
   const json level = request.params.is_object() ? request.params.value("level", json()) : json();
   const std::optional<LogLevel> parsed =
@@ -165,7 +269,8 @@ void Session::HandleNotification(const jsonrpc::Notification& note) {
   }
 }
 
-Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink) {
+Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink,
+                          const CallEra& era) {
   const json& params = request.params;
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
     sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
@@ -220,9 +325,12 @@ Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<Messa
     };
   }
   auto self = shared_from_this();
-  context.log = [self, sink, flight](LogLevel level, const std::string& logger,
-                                     const std::string& data) {
-    if (flight->cancelled.load() || !self->WantsLog(level)) return;
+  context.log = [self, sink, flight, era](LogLevel level, const std::string& logger,
+                                          const std::string& data) {
+    if (flight->cancelled.load()) return;
+    const bool wanted = era.stateless ? era.log_level && level >= *era.log_level
+                                      : self->WantsLog(level);
+    if (!wanted) return;
     sink->Send(jsonrpc::MakeNotification(
                    "notifications/message",
                    {{"level", LogLevelName(level)}, {"logger", logger}, {"data", data}}),
@@ -230,7 +338,7 @@ Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<Messa
   };
 
   const jsonrpc::Id id = request.id;
-  auto task = [self, tool, arguments = std::move(arguments), context, sink, flight, key, id] {
+  auto task = [self, tool, arguments = std::move(arguments), context, sink, flight, key, id, era] {
     json result;
     try {
       result = tool->Call(arguments, context);
@@ -242,6 +350,7 @@ Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<Messa
       std::lock_guard lock(self->mu_);
       self->in_flight_.erase(key);
     }
+    if (era.stateless) result = self->Stateless(std::move(result));
     if (!flight->cancelled.load()) sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
   };
   if (!server_.Pool().TrySubmit(std::move(task))) {
@@ -250,13 +359,12 @@ Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<Messa
       in_flight_.erase(key);
     }
     log::Warn("server busy", {{"session", id_}, {"request_id", key}});
-    sink->Send(jsonrpc::MakeResult(
-                   request.id,
-                   ToolError("the server is busy: " + std::to_string(server_.Pool().Workers()) +
-                             " runs are in progress and " +
-                             std::to_string(server_.Pool().QueueCapacity()) +
-                             " are waiting; try again shortly")),
-               true);
+    json busy = ToolError("the server is busy: " + std::to_string(server_.Pool().Workers()) +
+                          " runs are in progress and " +
+                          std::to_string(server_.Pool().QueueCapacity()) +
+                          " are waiting; try again shortly");
+    if (era.stateless) busy = Stateless(std::move(busy));
+    sink->Send(jsonrpc::MakeResult(request.id, std::move(busy)), true);
   }
   return Handled::kResponding;
 }

@@ -1,13 +1,16 @@
 // The MCP server: lifecycle (initialize, initialized), ping, tools/list, tools/call, progress,
-// cancellation and logging (logging/setLevel), over any transport. Transports hand it one
-// message at a time through a Session and give it a MessageSink for the replies; it never
-// touches sockets or files.
+// cancellation and logging (logging/setLevel), over any transport; and the stateless revision
+// (2026-07-28), whose requests (server/discover, tools/list, tools/call) each carry their
+// revision and log level in params._meta and need no handshake. Transports hand it one message
+// at a time through a Session and give it a MessageSink for the replies; it never touches
+// sockets or files.
 #pragma once
 
 #include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,10 +91,22 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   struct InFlight;
+  // How a tools/call is answered: in a session (the handshake era), or on its own (stateless),
+  // with the log level its request asked for (none: no notifications/message).
+  struct CallEra {
+    bool stateless = false;
+    std::optional<LogLevel> log_level;
+  };
 
   nlohmann::json Initialize(const nlohmann::json& params);
   nlohmann::json SetLogLevel(const jsonrpc::Request& request);
-  Handled CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink);
+  Handled HandleStateless(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink);
+  nlohmann::json Discover() const;
+  nlohmann::json ToolsList() const;
+  // `result` with what every result of the stateless era carries: resultType and serverInfo.
+  nlohmann::json Stateless(nlohmann::json result) const;
+  Handled CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink,
+                   const CallEra& era);
   void HandleNotification(const jsonrpc::Notification& notification);
 
   Server& server_;

@@ -393,5 +393,116 @@ TEST_F(McpServerTest, CloseCancelsEveryRunningCall) {
   EXPECT_TRUE(sink->Messages().empty());
 }
 
+// ------------------------------------------------------------- the stateless era (2026-07-28)
+
+// params with the _meta a 2026-07-28 request carries, plus `extra_meta`.
+json Stateless(json params = json::object(), const json& extra_meta = json::object()) {
+  params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                     {"io.modelcontextprotocol/clientCapabilities", json::object()},
+                     {"io.modelcontextprotocol/clientInfo", {{"name", "test"}, {"version", "2"}}}};
+  params["_meta"].update(extra_meta);
+  return params;
+}
+
+void ExpectStatelessResult(const json& result) {
+  EXPECT_EQ(result["resultType"], "complete") << result;
+  EXPECT_EQ(result["_meta"]["io.modelcontextprotocol/serverInfo"],
+            (json{{"name", "mcp-exec"}, {"version", "9.9.9"}}))
+      << result;
+}
+
+TEST_F(McpServerTest, DiscoverAnswersBeforeAnyHandshakeAndWithoutARevision) {
+  for (const json& params : {Stateless(), json::object()}) {
+    const json r = Request(1, "server/discover", params);
+    ASSERT_TRUE(r.contains("result")) << r;
+    const json& result = r["result"];
+    EXPECT_EQ(result["supportedVersions"],
+              (json{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}));
+    EXPECT_EQ(result["capabilities"]["tools"], (json{{"listChanged", false}}));
+    EXPECT_GE(result["ttlMs"].get<long>(), 0) << result;
+    EXPECT_EQ(result["cacheScope"], "public");
+    ExpectStatelessResult(result);
+  }
+  EXPECT_FALSE(session_->Initialized()) << "discovery is not a handshake";
+}
+
+TEST_F(McpServerTest, StatelessRequestsNeedNoHandshake) {
+  const json list = Request(1, "tools/list", Stateless());
+  ASSERT_TRUE(list.contains("result")) << list;
+  EXPECT_EQ(list["result"]["tools"][0]["name"], "fake");
+  EXPECT_GE(list["result"]["ttlMs"].get<long>(), 0) << list;
+  EXPECT_EQ(list["result"]["cacheScope"], "public");
+  ExpectStatelessResult(list["result"]);
+
+  const json call =
+      Request(2, "tools/call", Stateless({{"name", "fake"}, {"arguments", {{"x", 1}}}}));
+  ASSERT_TRUE(call.contains("result")) << call;
+  EXPECT_EQ(call["result"]["structuredContent"], (json{{"x", 1}}));
+  EXPECT_EQ(call["result"]["isError"], false);
+  ExpectStatelessResult(call["result"]);
+
+  // The same requests without a revision are the handshake era's, which still needs one.
+  EXPECT_EQ(Request(3, "tools/list")["error"]["code"], jsonrpc::kInvalidRequest);
+  EXPECT_FALSE(session_->Initialized());
+}
+
+TEST_F(McpServerTest, AnUnsupportedRevisionGetsTheSupportedOnes) {
+  for (const json& requested : {json("1900-01-01"), json("2025-11-25"), json(20260728)}) {
+    const json r = Request(1, "tools/list", Stateless({}, {{"io.modelcontextprotocol/protocolVersion", requested}}));
+    ASSERT_TRUE(r.contains("error")) << r;
+    EXPECT_EQ(r["error"]["code"], -32022) << requested;
+    EXPECT_EQ(r["error"]["data"]["supported"][0], "2026-07-28");
+    EXPECT_EQ(r["error"]["data"]["requested"], requested.is_string() ? requested : json(requested.dump()));
+  }
+  EXPECT_EQ(Request(2, "server/discover", Stateless({}, {{"io.modelcontextprotocol/protocolVersion", "1900-01-01"}}))["error"]["code"],
+            -32022);
+}
+
+TEST_F(McpServerTest, TheStatelessEraHasNoPingInitializeOrSetLevel) {
+  for (const std::string method : {"ping", "initialize", "logging/setLevel", "resources/list"}) {
+    const json r = Request(1, method, Stateless({{"protocolVersion", "2025-11-25"}, {"level", "debug"}}));
+    EXPECT_EQ(r["error"]["code"], jsonrpc::kMethodNotFound) << method << ": " << r;
+  }
+  EXPECT_FALSE(session_->Initialized());
+}
+
+TEST_F(McpServerTest, StatelessLogMessagesGoOnlyToTheRequestThatAsks) {
+  const json lines = json::array({{{"level", "debug"}, {"logger", "stdout"}, {"data", "d"}},
+                                  {{"level", "info"}, {"logger", "stdout"}, {"data", "i"}},
+                                  {{"level", "warning"}, {"logger", "stderr"}, {"data", "w"}}});
+  // A session-wide level set in the handshake era does not reach stateless requests.
+  Initialize();
+  ASSERT_EQ(Request(1, "logging/setLevel", {{"level", "debug"}})["result"], json::object());
+  auto call = [&](int id, const json& extra_meta) {
+    auto sink = std::make_shared<RecordingSink>();
+    session_->Handle(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+                          {"params", Stateless({{"name", "fake"}, {"arguments", {{"log", lines}}}},
+                                               extra_meta)}}
+                         .dump(),
+                     sink);
+    std::vector<json> got = sink->WaitFinals(1);
+    EXPECT_EQ(got.back()["id"], id);
+    got.pop_back();
+    return got;
+  };
+  EXPECT_EQ(call(2, json::object()), std::vector<json>{}) << "the request asked for none";
+  const std::vector<json> got = call(3, {{"io.modelcontextprotocol/logLevel", "info"}});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0]["method"], "notifications/message");
+  EXPECT_EQ(got[0]["params"]["data"], "i");
+  EXPECT_EQ(got[1]["params"]["data"], "w");
+  const json bad = Request(4, "tools/call", Stateless({{"name", "fake"}}, {{"io.modelcontextprotocol/logLevel", "loud"}}));
+  EXPECT_EQ(bad["error"]["code"], jsonrpc::kInvalidParams) << bad;
+}
+
+TEST_F(McpServerTest, AnInitializedSessionNamingItsOwnRevisionStaysInItsEra) {
+  Initialize();
+  const json r = Request(1, "tools/list", Stateless({}, {{"io.modelcontextprotocol/protocolVersion", "2025-11-25"}}));
+  ASSERT_TRUE(r.contains("result")) << r;
+  EXPECT_FALSE(r["result"].contains("resultType")) << r;
+  EXPECT_EQ(Request(2, "ping", Stateless({}, {{"io.modelcontextprotocol/protocolVersion", "2025-11-25"}}))["result"],
+            json::object());
+}
+
 }  // namespace
 }  // namespace mcpexec::mcp

@@ -113,6 +113,43 @@ sys.stdout.write("no newline at the end")`;
     assert.deepEqual(pong.result, {});
   });
 
+  it('stateless era (2026-07-28): server/discover and an exec with no handshake, a log level per request', async () => {
+    start();
+    const meta = (extra = {}) => ({
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/clientInfo': { name: 'interop', version: '1' },
+      ...extra,
+    });
+    const d = await raw.request({ jsonrpc: '2.0', id: 'd', method: 'server/discover', params: { _meta: meta() } });
+    assert.deepEqual(d.result?.supportedVersions?.slice(0, 2), ['2026-07-28', '2025-11-25'], JSON.stringify(d));
+    assert.ok(d.result.capabilities.tools, JSON.stringify(d));
+    assert.equal(d.result.resultType, 'complete');
+    assert.equal(d.result._meta['io.modelcontextprotocol/serverInfo'].name, 'mcp-exec');
+    const list = await raw.request({ jsonrpc: '2.0', id: 'l', method: 'tools/list', params: { _meta: meta() } });
+    assert.deepEqual(list.result.tools.map((t) => t.name), ['exec']);
+    assert.ok(Number.isInteger(list.result.ttlMs) && list.result.ttlMs >= 0, JSON.stringify(list.result.ttlMs));
+    assert.equal(list.result.cacheScope, 'public');
+    // Output flushed, then 0.5 s, so that it goes out while the program runs.
+    const code = 'import sys, time\nprint("out", flush=True)\nprint("err", file=sys.stderr, flush=True)\ntime.sleep(0.5)';
+    const quiet = await raw.request(execCall('q', { code }, meta()), 20000);
+    assert.equal(quiet.result?.structuredContent?.stdout, 'out\n', JSON.stringify(quiet).slice(0, 500));
+    assert.equal(quiet.result.resultType, 'complete');
+    const logged = await raw.request(execCall('g', { code }, meta({ 'io.modelcontextprotocol/logLevel': 'debug' })), 20000);
+    assert.equal(logged.result?.structuredContent?.stderr, 'err\n', JSON.stringify(logged).slice(0, 500));
+    const logs = raw.messages.filter((m) => m.method === 'notifications/message');
+    assert.ok(logs.length >= 1, 'the request that set a level got its output as log messages');
+    assert.ok(logs.every((m) => raw.messages.indexOf(m) > raw.messages.indexOf(quiet)), 'the request without a level got log messages');
+    const ping = await raw.request({ jsonrpc: '2.0', id: 'p', method: 'ping', params: { _meta: meta() } });
+    assert.equal(ping.error?.code, -32601, JSON.stringify(ping));
+    const old = await raw.request({ jsonrpc: '2.0', id: 'o', method: 'tools/list', params: { _meta: meta({ 'io.modelcontextprotocol/protocolVersion': '1900-01-01' }) } });
+    assert.equal(old.error?.code, -32022, JSON.stringify(old));
+    assert.equal(old.error.data.requested, '1900-01-01');
+    // The handshake era still works beside it, on the same connection.
+    const init = await raw.initialize();
+    assert.equal(init.result?.protocolVersion, LATEST);
+  });
+
   it('notifications get no response', async () => {
     start();
     await raw.initialize();
