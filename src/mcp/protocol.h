@@ -4,6 +4,8 @@
 #pragma once
 
 #include <array>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 namespace mcpexec::mcp {
@@ -26,6 +28,7 @@ inline constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/ser
 
 // The error codes the stateless revision reserves (-32020 to -32099).
 inline constexpr int kHeaderMismatch = -32020;
+inline constexpr int kMissingRequiredClientCapability = -32021;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
 
 inline bool IsSupportedProtocolVersion(std::string_view version) {
@@ -33,6 +36,24 @@ inline bool IsSupportedProtocolVersion(std::string_view version) {
     if (v == version) return true;
   }
   return false;
+}
+
+// Every revision this server speaks, the stateless ones first: the "supported" list of
+// UnsupportedProtocolVersionError and server/discover's supportedVersions.
+inline nlohmann::json AllProtocolVersions() {
+  nlohmann::json versions = nlohmann::json::array();
+  for (std::string_view v : kStatelessProtocolVersions) versions.push_back(v);
+  for (std::string_view v : kProtocolVersions) versions.push_back(v);
+  return versions;
+}
+
+// params._meta[key] of a request, or nullptr when params, _meta or the key is absent.
+inline const nlohmann::json* MetaField(const nlohmann::json& params, std::string_view key) {
+  if (!params.is_object()) return nullptr;
+  auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return nullptr;
+  auto field = meta->find(std::string(key));
+  return field == meta->end() ? nullptr : &*field;
 }
 
 inline bool IsStatelessProtocolVersion(std::string_view version) {

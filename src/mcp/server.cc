@@ -22,23 +22,6 @@ bool IsProgressToken(const json& token) {
 // names the limits), so a few minutes of staleness at most after such a restart.
 constexpr int kCacheTtlMs = 5 * 60 * 1000;
 
-// params._meta[key], or nullptr when params, _meta or the key is absent.
-const json* MetaField(const json& params, std::string_view key) {
-  if (!params.is_object()) return nullptr;
-  auto meta = params.find("_meta");
-  if (meta == params.end() || !meta->is_object()) return nullptr;
-  auto field = meta->find(std::string(key));
-  return field == meta->end() ? nullptr : &*field;
-}
-
-// Every revision this server speaks, the stateless ones first.
-json SupportedVersions() {
-  json versions = json::array();
-  for (std::string_view v : kStatelessProtocolVersions) versions.push_back(v);
-  for (std::string_view v : kProtocolVersions) versions.push_back(v);
-  return versions;
-}
-
 }  // namespace
 
 json ToolError(const std::string& message) {
@@ -178,7 +161,7 @@ Handled Session::HandleStateless(const jsonrpc::Request& request,
       (!version->is_string() || !IsStatelessProtocolVersion(version->get<std::string>()))) {
     return reply(jsonrpc::MakeError(
         request.id, kUnsupportedProtocolVersion, "Unsupported protocol version",
-        json{{"supported", SupportedVersions()},
+        json{{"supported", AllProtocolVersions()},
              {"requested", version->is_string() ? *version : json(version->dump())}}));
   }
   if (request.method == "server/discover") {
@@ -216,7 +199,7 @@ Handled Session::HandleStateless(const jsonrpc::Request& request,
 
 json Session::Discover() const {
   json result = {
-      {"supportedVersions", SupportedVersions()},
+      {"supportedVersions", AllProtocolVersions()},
       {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
       {"ttlMs", kCacheTtlMs},
       {"cacheScope", "public"},

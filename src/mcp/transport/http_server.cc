@@ -18,6 +18,7 @@
 #include "log/log.h"
 #include "mcp/protocol.h"
 #include "mcp/transport/http_admission.h"
+#include "mcp/transport/http_metadata.h"
 #include "mcp/transport/http_sessions.h"
 #include "mcp/transport/sse_stream.h"
 #include "metrics/instruments.h"
@@ -43,13 +44,8 @@ constexpr int kListenBacklog = 1024;
 // Session ids are bearer capabilities: logs get a prefix, enough to correlate, not to use.
 std::string SessionLabel(const std::string& id) { return id.substr(0, 8); }
 
-std::string SupportedVersions() {
-  std::string out;
-  for (std::string_view v : kProtocolVersions) {
-    if (!out.empty()) out += ", ";
-    out += v;
-  }
-  return out;
+bool IsStateless(const Request& req) {
+  return IsStatelessProtocolVersion(Header(req, kVersionHeader).value_or(std::string_view()));
 }
 
 // Fits the connection caps into the descriptor limit, first raising the soft limit to the hard
@@ -106,6 +102,8 @@ class HttpServer::Impl final : public http::Handler {
   void Answered(int status) noexcept override;
 
   void PostMcp(const Request& req, Response& res);
+  void PostStateless(const Request& req, Response& res, jsonrpc::Incoming incoming);
+  bool RefuseStateless(const Request& req, Response& res);
   void GetMcp(const Request& req, Response& res);
   void DeleteMcp(const Request& req, Response& res);
   void GetSse(const Request& req, Response& res);
@@ -283,10 +281,17 @@ bool HttpServer::Impl::ReadBody(const Request& req, Response& res, std::string* 
 
 bool HttpServer::Impl::CheckProtocolVersion(const Request& req, Response& res) {
   auto version = Header(req, kVersionHeader);
-  if (!version || IsSupportedProtocolVersion(*version)) return true;
-  SendRpcError(res, 400, kTransportError,
-               "Bad Request: unsupported MCP-Protocol-Version \"" + std::string(*version) +
-                   "\" (supported: " + SupportedVersions() + ")");
+  if (!version || IsSupportedProtocolVersion(*version) || IsStatelessProtocolVersion(*version)) {
+    return true;
+  }
+  // The stateless revision's UnsupportedProtocolVersionError, which a client of either era
+  // reads as "retry with one of these".
+  SendJson(res, 400,
+           jsonrpc::MakeError(nullptr, kUnsupportedProtocolVersion,
+                              "Unsupported protocol version: MCP-Protocol-Version \"" +
+                                  std::string(*version) + "\"",
+                              json{{"supported", AllProtocolVersions()},
+                                   {"requested", std::string(*version)}}));
   return false;
 }
 
@@ -307,6 +312,10 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
 
   jsonrpc::Incoming incoming = jsonrpc::Parse(body);
   body = std::string();  // a large body (code, stdin) need not live as long as the reply
+  if (IsStateless(req)) {
+    PostStateless(req, res, std::move(incoming));
+    return;
+  }
   const auto* request = std::get_if<jsonrpc::Request>(&incoming);
   const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
   const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
@@ -316,6 +325,15 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
     SendRpcError(res, 406, kTransportError,
                  "Not Acceptable: Accept must allow application/json or text/event-stream");
     return;
+  }
+  // A body that names a revision the header does not: the server core would take it for a
+  // stateless request, while a proxy routes it by the header.
+  if (request) {
+    if (auto why = http::VersionMismatch(Header(req, kVersionHeader), *request, false)) {
+      SendJson(res, 400,
+               jsonrpc::MakeError(request->id, kHeaderMismatch, "Header mismatch: " + *why));
+      return;
+    }
   }
 
   std::shared_ptr<Session> session;
@@ -378,6 +396,64 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
     return;
   }
   if (new_id.empty()) sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
+  if (mode == http::ResponseMode::kJson) {
+    ReplyJson(req.socket, res, *session, **queue, id);
+  } else {
+    ReplyStream(req.socket, res, session, *queue, id);
+  }
+}
+
+// A request of the stateless revision: checked against its metadata headers, then answered by a
+// session of its own, which ends with the reply. Mcp-Session-Id and Last-Event-ID are ignored.
+void HttpServer::Impl::PostStateless(const Request& req, Response& res,
+                                     jsonrpc::Incoming incoming) {
+  if (const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming)) {
+    SendJson(res, 400, invalid->error_response);
+    return;
+  }
+  if (std::holds_alternative<jsonrpc::Notification>(incoming)) {
+    res.status = 202;  // the revision defines none a server acts on over HTTP
+    return;
+  }
+  const auto* request = std::get_if<jsonrpc::Request>(&incoming);
+  if (request == nullptr) {
+    SendRpcError(res, 400, jsonrpc::kInvalidRequest,
+                 "Bad Request: a client POSTs requests and notifications, not responses");
+    return;
+  }
+  const http::MetadataHeaders headers{Header(req, kVersionHeader), Header(req, "Mcp-Method"),
+                                      Header(req, "Mcp-Name")};
+  if (auto why = http::MetadataMismatch(headers, *request)) {
+    SendJson(res, 400,
+             jsonrpc::MakeError(request->id, kHeaderMismatch, "Header mismatch: " + *why));
+    return;
+  }
+  const http::ResponseMode mode =
+      http::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
+  if (mode == http::ResponseMode::kNotAcceptable) {
+    SendRpcError(res, 406, kTransportError,
+                 "Not Acceptable: Accept must allow application/json or text/event-stream");
+    return;
+  }
+  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
+  if (!queue.ok()) {
+    log::Error("cannot answer a request", {{"error", queue.error().message}});
+    SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
+    return;
+  }
+  const jsonrpc::Id id = request->id;
+  auto session = server_.NewSession("");
+  session->Handle(std::move(incoming),
+                  std::make_shared<http::QueueSink>(*queue, mode == http::ResponseMode::kJson
+                                                                ? http::SinkMode::kRequestJson
+                                                                : http::SinkMode::kRequestStream));
+  // Answered at once (discovery, the tool list, every error): a JSON body whose HTTP status
+  // says what a proxy or a legacy client needs to know (404 for an unknown method).
+  if (std::optional<std::string> reply = (*queue)->TakeLoneFinal()) {
+    res.status = http::StatelessReplyStatus(*reply);
+    res.SetContent(std::move(*reply), "application/json");
+    return;
+  }
   if (mode == http::ResponseMode::kJson) {
     ReplyJson(req.socket, res, *session, **queue, id);
   } else {
@@ -459,7 +535,18 @@ bool HttpServer::Impl::Pump(int sock, http::MessageQueue& queue, http::StreamSin
   return true;
 }
 
+// GET and DELETE have no meaning in the stateless revision, whose requests are all POSTs.
+bool HttpServer::Impl::RefuseStateless(const Request& req, Response& res) {
+  if (!IsStateless(req)) return false;
+  res.SetHeader("Allow", "POST");
+  SendRpcError(res, 405, kTransportError,
+               "Method Not Allowed: revision " + std::string(*Header(req, kVersionHeader)) +
+                   " has no " + req.head.method + " on the MCP endpoint");
+  return true;
+}
+
 void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
+  if (RefuseStateless(req, res)) return;
   if (!CheckProtocolVersion(req, res) || !SessionFromHeader(req, res)) return;
   // The server never sends a message that is not part of a request's reply, so it offers no
   // standalone stream (2025-11-25 transports: "or else return 405").
@@ -468,6 +555,7 @@ void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
 }
 
 void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {
+  if (RefuseStateless(req, res)) return;
   if (!CheckProtocolVersion(req, res) || !SessionFromHeader(req, res)) return;
   RemoveSession(std::string(*Header(req, kSessionHeader)), "deleted by the client");
   res.status = 200;

@@ -73,6 +73,18 @@ MessageQueue::Batch MessageQueue::Take() {
   return batch;
 }
 
+std::optional<std::string> MessageQueue::TakeLoneFinal() {
+  std::lock_guard lock(mu_);
+  if (!final_pushed_ || final_taken_ || pending_.size() != 1) return std::nullopt;
+  uint64_t count = 0;
+  (void)!read(event_.Get(), &count, sizeof count);
+  final_taken_ = true;
+  pending_bytes_ = 0;
+  std::string message = std::move(pending_.front());
+  pending_.clear();
+  return message;
+}
+
 void QueueSink::Send(const nlohmann::json& message, bool final) {
   if (mode_ == SinkMode::kRequestJson && !final) return;  // a JSON reply has room for one message
   MessageQueue::Kind kind = MessageQueue::Kind::kNotification;

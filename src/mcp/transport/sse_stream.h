@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,9 @@ class MessageQueue {
   };
   // Takes everything pending and clears the eventfd. Never blocks.
   Batch Take();
+  // Takes the final response when it is all the queue holds (before any Take: a request
+  // answered at once, with nothing before it); takes nothing and returns nullopt otherwise.
+  std::optional<std::string> TakeLoneFinal();
 
   // Readable (POLLIN) while Take() would return something new. Owned by the queue.
   int WaitFd() const { return event_.Get(); }

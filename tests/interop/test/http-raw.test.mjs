@@ -1,8 +1,10 @@
 // Streamable HTTP and legacy SSE on the wire, without the SDK (checklist H1-H10, E1-E3).
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
 import { LATEST, RawHttp, RawSse, readReply } from '../lib/raw.mjs';
+import { findByMarker, markerProgram, waitUntil } from '../lib/procs.mjs';
 import { sleep, startServer } from '../lib/server.mjs';
 
 describe('streamable http wire', { timeout: 120000 }, () => {
@@ -156,6 +158,177 @@ describe('streamable http wire', { timeout: 120000 }, () => {
     });
     const reply = await readReply(res);
     assert.equal(reply.status, 403, `Origin http://evil.example -> ${reply.status}`);
+  });
+});
+
+describe('streamable http wire, stateless era (2026-07-28)', { timeout: 120000 }, () => {
+  const V = '2026-07-28';
+  let srv;
+  before(async () => {
+    srv = await startServer('http');
+  });
+  after(async () => {
+    await srv?.stop();
+  });
+
+  const meta = (extra = {}) => ({
+    'io.modelcontextprotocol/protocolVersion': V,
+    'io.modelcontextprotocol/clientCapabilities': {},
+    'io.modelcontextprotocol/clientInfo': { name: 'interop', version: '1' },
+    ...extra,
+  });
+  // A request with the headers a conforming client sends; `headers` overrides them (null removes).
+  const send = (id, method, params, headers = {}) => {
+    const raw = new RawHttp(srv.mcpUrl);
+    const name = params.name ?? params.uri;
+    return raw.post(
+      { jsonrpc: '2.0', id, method, params: { ...params, _meta: params._meta ?? meta() } },
+      { 'MCP-Protocol-Version': V, 'Mcp-Method': method, ...(name !== undefined ? { 'Mcp-Name': name } : {}), ...headers },
+      20000,
+    );
+  };
+  const only = (reply, id) => {
+    const msg = reply.messages.find((m) => m.id === id);
+    assert.ok(msg, `no reply with id ${id}: ${reply.status} ${reply.text.slice(0, 300)}`);
+    return msg;
+  };
+
+  it('server/discover, tools/list and tools/call need no initialize and mint no session', async () => {
+    const d = await send('d', 'server/discover', {});
+    assert.equal(d.status, 200, d.text);
+    assert.equal(d.headers.get('mcp-session-id'), null);
+    assert.deepEqual(only(d, 'd').result.supportedVersions.slice(0, 2), [V, LATEST]);
+    const list = await send('l', 'tools/list', {});
+    assert.equal(list.status, 200);
+    const tools = only(list, 'l').result;
+    assert.deepEqual(tools.tools.map((t) => t.name), ['exec']);
+    assert.equal(tools.resultType, 'complete');
+    assert.equal(tools.cacheScope, 'public');
+    const call = await send('c', 'tools/call', { name: 'exec', arguments: { code: 'print(6*7)' } });
+    assert.equal(call.status, 200, call.text.slice(0, 300));
+    assert.equal(call.headers.get('mcp-session-id'), null);
+    const result = only(call, 'c').result;
+    assert.equal(result.structuredContent.stdout, '42\n');
+    assert.equal(result.resultType, 'complete');
+    assert.equal(result._meta['io.modelcontextprotocol/serverInfo'].name, 'mcp-exec');
+  });
+
+  it('a JSON-only client gets the call as JSON, an event-stream client as a stream', async () => {
+    const args = { name: 'exec', arguments: { code: 'print("j")' } };
+    const json = await send(1, 'tools/call', args, { Accept: 'application/json' });
+    assert.match(json.contentType, /^application\/json/);
+    assert.equal(only(json, 1).result.structuredContent.stdout, 'j\n');
+    const sse = await send(2, 'tools/call', args, { Accept: 'text/event-stream' });
+    assert.match(sse.contentType, /^text\/event-stream/);
+    assert.equal(only(sse, 2).result.structuredContent.stdout, 'j\n');
+  });
+
+  it('a non-ASCII tool name comes base64-encoded in Mcp-Name and is compared decoded', async () => {
+    const name = 'ex\u00e9c';
+    const encoded = `=?base64?${Buffer.from(name).toString('base64')}?=`;
+    const r = await send(3, 'tools/call', { name, arguments: { code: 'pass' } }, { 'Mcp-Name': encoded });
+    assert.equal(r.status, 200, r.text);
+    // The headers match the body, so the request reaches the server core: no such tool.
+    const msg = only(r, 3);
+    assert.ok(msg.error || msg.result?.isError, r.text);
+    const exec = await send(4, 'tools/call', { name: 'exec', arguments: { code: 'pass' } },
+      { 'Mcp-Name': `=?base64?${Buffer.from('exec').toString('base64')}?=` });
+    assert.equal(exec.status, 200, exec.text);
+    assert.equal(only(exec, 4).result.structuredContent.exit_code, 0);
+  });
+
+  it('headers that disagree with the body, or are missing, are 400 with -32020 and run nothing', async () => {
+    const args = { name: 'exec', arguments: { code: 'print("ran")' } };
+    const cases = [
+      ['Mcp-Name names another tool', { 'Mcp-Name': 'other' }],
+      ['no Mcp-Name', { 'Mcp-Name': null }],
+      ['no Mcp-Method', { 'Mcp-Method': null }],
+      ['Mcp-Method names another method', { 'Mcp-Method': 'tools/list' }],
+      ['a version header other than _meta', { 'MCP-Protocol-Version': LATEST }],
+      ['no version header', { 'MCP-Protocol-Version': null }],
+      ['an encoded name that is not base64', { 'Mcp-Name': '=?base64?e x e c?=' }],
+    ];
+    for (const [what, headers] of cases) {
+      const r = await send(5, 'tools/call', args, headers);
+      assert.equal(r.status, 400, `${what}: ${r.status} ${r.text.slice(0, 300)}`);
+      assert.equal(r.messages[0]?.error?.code, -32020, `${what}: ${r.text.slice(0, 300)}`);
+    }
+  });
+
+  it('an unsupported version is 400 with -32022 and the supported list', async () => {
+    const r = await send(6, 'tools/list', { _meta: meta({ 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }) },
+      { 'MCP-Protocol-Version': '2099-01-01' });
+    assert.equal(r.status, 400, r.text);
+    const err = r.messages[0]?.error;
+    assert.equal(err?.code, -32022, r.text);
+    assert.ok(err.data.supported.includes(V) && err.data.supported.includes(LATEST), r.text);
+    assert.equal(err.data.requested, '2099-01-01');
+  });
+
+  it('an unknown method is 404 with -32601; ping and initialize are unknown in this era', async () => {
+    for (const method of ['no/such/method', 'ping', 'initialize', 'logging/setLevel']) {
+      const r = await send(7, method, {});
+      assert.equal(r.status, 404, `${method}: ${r.status} ${r.text}`);
+      assert.equal(only(r, 7).error.code, -32601, r.text);
+    }
+  });
+
+  it('GET and DELETE are 405; Mcp-Session-Id and Last-Event-ID are ignored', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(srv.mcpUrl, { method, headers: { 'MCP-Protocol-Version': V, Accept: 'text/event-stream' } });
+      await res.arrayBuffer();
+      assert.equal(res.status, 405, method);
+      assert.equal(res.headers.get('allow'), 'POST');
+    }
+    const r = await send(8, 'tools/list', {}, { 'Mcp-Session-Id': 'no-such-session', 'Last-Event-ID': '5' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get('mcp-session-id'), null);
+  });
+
+  it('a body naming the new revision under an old or absent header is -32020, not a session error', async () => {
+    const raw = new RawHttp(srv.mcpUrl);
+    const body = { jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: meta() } };
+    for (const version of [LATEST, null]) {
+      const r = await raw.post(body, { 'MCP-Protocol-Version': version, 'Mcp-Method': 'tools/list' });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.messages[0]?.error?.code, -32020, r.text);
+    }
+  });
+
+  it('an unknown version header is -32022 in the handshake era too', async () => {
+    const raw = new RawHttp(srv.mcpUrl);
+    const init = await raw.initialize();
+    assert.equal(init.status, 200);
+    const r = await raw.post({ jsonrpc: '2.0', id: 10, method: 'ping' }, { 'MCP-Protocol-Version': '1999-01-01' });
+    assert.equal(r.status, 400);
+    assert.equal(r.messages[0]?.error?.code, -32022, r.text);
+    await raw.delete();
+  });
+
+  it('closing the response stream cancels the run: its processes die', async () => {
+    const marker = `mcp-exec-interop-stateless-cancel-${randomUUID()}`;
+    const ac = new AbortController();
+    const res = await fetch(srv.mcpUrl, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'text/event-stream',
+        'MCP-Protocol-Version': V,
+        'Mcp-Method': 'tools/call',
+        'Mcp-Name': 'exec',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 11,
+        method: 'tools/call',
+        params: { name: 'exec', arguments: { code: markerProgram(marker, 30), timeout_s: 60 }, _meta: meta() },
+      }),
+      signal: ac.signal,
+    });
+    assert.equal(res.status, 200);
+    await waitUntil(() => findByMarker(marker).length > 0, 10000, `the sandboxed process ${marker}`);
+    ac.abort();
+    await waitUntil(() => findByMarker(marker).length === 0, 5000, 'the processes of the cancelled run to die');
   });
 });
 
