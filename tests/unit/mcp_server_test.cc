@@ -495,6 +495,25 @@ TEST_F(McpServerTest, StatelessLogMessagesGoOnlyToTheRequestThatAsks) {
   EXPECT_EQ(bad["error"]["code"], jsonrpc::kInvalidParams) << bad;
 }
 
+// On stdio the stateless revision cancels as the handshake era does, with
+// notifications/cancelled, and no handshake comes first.
+TEST_F(McpServerTest, StatelessCallIsCancelledByNotification) {
+  auto sink = std::make_shared<RecordingSink>();
+  session_->Handle(json{{"jsonrpc", "2.0"},
+                        {"id", "s1"},
+                        {"method", "tools/call"},
+                        {"params", Stateless({{"name", "fake"}, {"arguments", {{"block", true}}}})}}
+                       .dump(),
+                   sink);
+  ASSERT_TRUE(tool_->WaitStarted(1));
+  session_->Handle(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1"}})",
+                   std::make_shared<RecordingSink>());
+  ASSERT_TRUE(tool_->WaitCancelled(1));
+  pool_.Drain();
+  EXPECT_TRUE(sink->Messages().empty()) << sink->Messages()[0];
+  EXPECT_FALSE(session_->Initialized());
+}
+
 TEST_F(McpServerTest, AnInitializedSessionNamingItsOwnRevisionStaysInItsEra) {
   Initialize();
   const json r = Request(1, "tools/list", Stateless({}, {{"io.modelcontextprotocol/protocolVersion", "2025-11-25"}}));
