@@ -60,6 +60,37 @@ TEST(MessageQueue, TheFinalResponseEndsIt) {
   EXPECT_FALSE(q->Take().final);  // reported once
 }
 
+TEST(MessageQueue, TakeLoneFinalTakesOnlyAFinalWithNothingBeforeIt) {
+  const auto yes = [](std::string_view) { return true; };
+  auto q = NewQueue();
+  EXPECT_EQ(q->TakeLoneFinal(yes), std::nullopt);  // empty
+  q->Push("n", MessageQueue::Kind::kNotification);
+  q->Push("r", MessageQueue::Kind::kFinalResponse);
+  EXPECT_EQ(q->TakeLoneFinal(yes), std::nullopt);  // a notification came first
+  EXPECT_EQ(q->Take().messages.size(), 2u);         // both still there
+
+  auto lone = NewQueue();
+  lone->Push("r", MessageQueue::Kind::kFinalResponse);
+  std::string seen;
+  EXPECT_EQ(lone->TakeLoneFinal([&seen](std::string_view m) {
+    seen = m;
+    return false;
+  }),
+            std::nullopt);  // refused: left in place
+  EXPECT_EQ(seen, "r");
+  ASSERT_TRUE(Readable(lone->WaitFd()));
+  EXPECT_EQ(lone->TakeLoneFinal(yes), "r");
+  EXPECT_FALSE(Readable(lone->WaitFd()));
+  EXPECT_EQ(lone->TakeLoneFinal(yes), std::nullopt);  // taken once
+  const MessageQueue::Batch after = lone->Take();
+  EXPECT_TRUE(after.messages.empty());
+  EXPECT_FALSE(after.final);
+
+  auto unfinished = NewQueue();
+  unfinished->Push("n", MessageQueue::Kind::kNotification);
+  EXPECT_EQ(unfinished->TakeLoneFinal(yes), std::nullopt);
+}
+
 TEST(MessageQueue, NotificationsOverBudgetAreDroppedResponsesNever) {
   auto q = NewQueue(10);
   EXPECT_TRUE(q->Push("12345", MessageQueue::Kind::kNotification));

@@ -447,11 +447,17 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
                   std::make_shared<http::QueueSink>(*queue, mode == http::ResponseMode::kJson
                                                                 ? http::SinkMode::kRequestJson
                                                                 : http::SinkMode::kRequestStream));
-  // Answered at once (discovery, the tool list, every error): a JSON body whose HTTP status
-  // says what a proxy or a legacy client needs to know (404 for an unknown method).
-  if (std::optional<std::string> reply = (*queue)->TakeLoneFinal()) {
-    res.status = http::StatelessReplyStatus(*reply);
-    res.SetContent(std::move(*reply), "application/json");
+  // An error answered at once goes out as JSON whatever the Accept, with an HTTP status that
+  // says what it is (404 for an unknown method), which an event stream, 200 from its first
+  // byte, could not.
+  int status = 200;
+  std::optional<std::string> error = (*queue)->TakeLoneFinal([&status](std::string_view reply) {
+    status = http::StatelessReplyStatus(reply);
+    return status != 200;
+  });
+  if (error) {
+    res.status = status;
+    res.SetContent(std::move(*error), "application/json");
     return;
   }
   if (mode == http::ResponseMode::kJson) {

@@ -73,9 +73,12 @@ MessageQueue::Batch MessageQueue::Take() {
   return batch;
 }
 
-std::optional<std::string> MessageQueue::TakeLoneFinal() {
+std::optional<std::string> MessageQueue::TakeLoneFinal(
+    const std::function<bool(std::string_view)>& wanted) {
   std::lock_guard lock(mu_);
-  if (!final_pushed_ || final_taken_ || pending_.size() != 1) return std::nullopt;
+  if (!final_pushed_ || final_taken_ || pending_.size() != 1 || !wanted(pending_.front())) {
+    return std::nullopt;
+  }
   uint64_t count = 0;
   (void)!read(event_.Get(), &count, sizeof count);
   final_taken_ = true;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -54,8 +55,9 @@ class MessageQueue {
   // Takes everything pending and clears the eventfd. Never blocks.
   Batch Take();
   // Takes the final response when it is all the queue holds (before any Take: a request
-  // answered at once, with nothing before it); takes nothing and returns nullopt otherwise.
-  std::optional<std::string> TakeLoneFinal();
+  // answered at once, with nothing before it) and `wanted` accepts it; takes nothing and
+  // returns nullopt otherwise. `wanted` runs under the queue's lock. Never blocks.
+  std::optional<std::string> TakeLoneFinal(const std::function<bool(std::string_view)>& wanted);
 
   // Readable (POLLIN) while Take() would return something new. Owned by the queue.
   int WaitFd() const { return event_.Get(); }

@@ -221,6 +221,13 @@ describe('streamable http wire, stateless era (2026-07-28)', { timeout: 120000 }
     const sse = await send(2, 'tools/call', args, { Accept: 'text/event-stream' });
     assert.match(sse.contentType, /^text\/event-stream/);
     assert.equal(only(sse, 2).result.structuredContent.stdout, 'j\n');
+    // An answer given at once follows the Accept too; only an error is JSON whatever it says.
+    const discover = await send(3, 'server/discover', {}, { Accept: 'text/event-stream' });
+    assert.match(discover.contentType, /^text\/event-stream/);
+    assert.ok(only(discover, 3).result.supportedVersions, discover.text);
+    const unknown = await send(4, 'no/such/method', {}, { Accept: 'text/event-stream' });
+    assert.equal(unknown.status, 404);
+    assert.match(unknown.contentType, /^application\/json/);
   });
 
   it('a non-ASCII tool name comes base64-encoded in Mcp-Name and is compared decoded', async () => {
