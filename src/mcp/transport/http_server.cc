@@ -114,6 +114,14 @@ class HttpServer::Impl final : public http::Handler {
   bool ReadBody(const Request& req, Response& res, std::string* body);
   bool CheckProtocolVersion(const Request& req, Response& res);
   std::shared_ptr<Session> SessionFromHeader(const Request& req, Response& res);
+  // The queue a request's reply collects in, or nullptr after answering 503.
+  std::shared_ptr<http::MessageQueue> NewReplyQueue(Response& res);
+  static std::shared_ptr<MessageSink> ReplySink(const std::shared_ptr<http::MessageQueue>& queue,
+                                                http::ResponseMode mode);
+  // Sends what `queue` collects for request `id` as JSON or as an event stream, as `mode` says.
+  void Reply(const Request& req, Response& res, http::ResponseMode mode,
+             std::shared_ptr<Session> session, std::shared_ptr<http::MessageQueue> queue,
+             const jsonrpc::Id& id);
   void ReplyJson(int sock, Response& res, Session& session, http::MessageQueue& queue,
                  const jsonrpc::Id& id);
   void ReplyStream(int sock, Response& res, std::shared_ptr<Session> session,
@@ -364,17 +372,9 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
     }
   }
 
-  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
-  if (!queue.ok()) {
-    log::Error("cannot answer a request", {{"error", queue.error().message}});
-    SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
-    return;
-  }
-  const http::SinkMode sink_mode = mode == http::ResponseMode::kJson
-                                       ? http::SinkMode::kRequestJson
-                                       : http::SinkMode::kRequestStream;
-  const Handled handled =
-      session->Handle(std::move(incoming), std::make_shared<http::QueueSink>(*queue, sink_mode));
+  std::shared_ptr<http::MessageQueue> queue = NewReplyQueue(res);
+  if (!queue) return;
+  const Handled handled = session->Handle(std::move(incoming), ReplySink(queue, mode));
 
   if (!new_id.empty()) {
     // initialize answers synchronously; only a successful one opens a session.
@@ -395,12 +395,8 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
     res.status = 202;
     return;
   }
-  if (new_id.empty()) sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
-  if (mode == http::ResponseMode::kJson) {
-    ReplyJson(req.socket, res, *session, **queue, id);
-  } else {
-    ReplyStream(req.socket, res, session, *queue, id);
-  }
+  if (new_id.empty()) sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue);
+  Reply(req, res, mode, std::move(session), std::move(queue), id);
 }
 
 // A request of the stateless revision: checked against its metadata headers, then answered by a
@@ -435,23 +431,16 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
                  "Not Acceptable: Accept must allow application/json or text/event-stream");
     return;
   }
-  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
-  if (!queue.ok()) {
-    log::Error("cannot answer a request", {{"error", queue.error().message}});
-    SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
-    return;
-  }
+  std::shared_ptr<http::MessageQueue> queue = NewReplyQueue(res);
+  if (!queue) return;
   const jsonrpc::Id id = request->id;
   auto session = server_.NewSession("");
-  session->Handle(std::move(incoming),
-                  std::make_shared<http::QueueSink>(*queue, mode == http::ResponseMode::kJson
-                                                                ? http::SinkMode::kRequestJson
-                                                                : http::SinkMode::kRequestStream));
+  session->Handle(std::move(incoming), ReplySink(queue, mode));
   // An error answered at once goes out as JSON whatever the Accept, with an HTTP status that
   // says what it is (404 for an unknown method), which an event stream, 200 from its first
   // byte, could not.
   int status = 200;
-  std::optional<std::string> error = (*queue)->TakeLoneFinal([&status](std::string_view reply) {
+  std::optional<std::string> error = queue->TakeLoneFinal([&status](std::string_view reply) {
     status = http::StatelessReplyStatus(reply);
     return status != 200;
   });
@@ -460,10 +449,31 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
     res.SetContent(std::move(*error), "application/json");
     return;
   }
+  Reply(req, res, mode, std::move(session), std::move(queue), id);
+}
+
+std::shared_ptr<http::MessageQueue> HttpServer::Impl::NewReplyQueue(Response& res) {
+  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
+  if (queue.ok()) return *queue;
+  log::Error("cannot answer a request", {{"error", queue.error().message}});
+  SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
+  return nullptr;
+}
+
+std::shared_ptr<MessageSink> HttpServer::Impl::ReplySink(
+    const std::shared_ptr<http::MessageQueue>& queue, http::ResponseMode mode) {
+  return std::make_shared<http::QueueSink>(queue, mode == http::ResponseMode::kJson
+                                                      ? http::SinkMode::kRequestJson
+                                                      : http::SinkMode::kRequestStream);
+}
+
+void HttpServer::Impl::Reply(const Request& req, Response& res, http::ResponseMode mode,
+                             std::shared_ptr<Session> session,
+                             std::shared_ptr<http::MessageQueue> queue, const jsonrpc::Id& id) {
   if (mode == http::ResponseMode::kJson) {
-    ReplyJson(req.socket, res, *session, **queue, id);
+    ReplyJson(req.socket, res, *session, *queue, id);
   } else {
-    ReplyStream(req.socket, res, session, *queue, id);
+    ReplyStream(req.socket, res, std::move(session), std::move(queue), id);
   }
 }
 
