@@ -1,6 +1,8 @@
 // JSON-RPC framing and dispatch, as both transports feed the server: the input as the body of
-// one HTTP POST (jsonrpc::Parse, then Session::Handle on an initialized session), and the same
-// bytes as newline-delimited messages on stdin (ServeStdio, reading a memfd, writing /dev/null).
+// one HTTP POST (jsonrpc::Parse, then Session::Handle on an initialized session), as the body of
+// a stateless-revision POST (its metadata headers checked against it, then a session of its own
+// with no handshake), and the same bytes as newline-delimited messages on stdin (ServeStdio,
+// reading a memfd, writing /dev/null).
 // The server has one fake tool that echoes its arguments: no sandbox is ever launched.
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,8 +15,10 @@
 #include <string>
 #include <string_view>
 
+#include "base/base64.h"
 #include "jsonrpc/message.h"
 #include "mcp/server.h"
+#include "mcp/transport/http_metadata.h"
 #include "mcp/transport/stdio.h"
 
 namespace {
@@ -65,6 +69,25 @@ void HttpBody(std::string_view body) {
   session->Close();
 }
 
+// As PostStateless takes it: the headers a conforming client mirrors from the body (Mcp-Name
+// in the base64 sentinel form for inputs of odd length), checked against it, then a session of
+// its own. The whole input also goes through the sentinel decoder as a header value.
+void StatelessBody(std::string_view body) {
+  (void)mcp::http::DecodeHeaderValue(body);
+  jsonrpc::Incoming incoming = jsonrpc::Parse(body);
+  if (const auto* request = std::get_if<jsonrpc::Request>(&incoming)) {
+    std::string name = request->params.is_object() && request->params.contains("name") &&
+                               request->params["name"].is_string()
+                           ? request->params["name"].get<std::string>()
+                           : std::string();
+    if (body.size() % 2) name = "=?base64?" + Base64Encode(name) + "?=";
+    (void)mcp::http::MetadataMismatch({"2026-07-28", request->method, name}, *request);
+  }
+  auto session = TheServer().NewSession("");
+  session->Handle(std::move(incoming), std::make_shared<NullSink>());
+  session->Close();
+}
+
 void StdioLines(std::string_view lines, size_t max_message_bytes) {
   static const int out_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
   const int in_fd = memfd_create("fuzz-stdin", MFD_CLOEXEC);
@@ -90,6 +113,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   deep.append(200000, ']');
   deep += "}";
   HttpBody(deep);
+  StatelessBody(deep);
   StdioLines(deep + "\n", 1 << 20);
   return 0;
 }
@@ -97,6 +121,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   HttpBody(input);
+  StatelessBody(input);
   // A small line limit too, so that the too-long-line path (-32600, then skipping to the next
   // newline) is reached by inputs of the fuzzer's size.
   StdioLines(input, size % 2 ? 1 << 20 : 256);
