@@ -29,6 +29,14 @@
 #           (about 80 s and 520 MB of downloads), which is what CI can afford. The selection is a
 #           target rather than a build argument because buildah 1.28 (Debian 12's podman) does
 #           not resolve a stage named by an argument (`FROM rootfs-${ROOTFS}`).
+#   --target image-prebuilt: the prebuilt rootfs as above, and the binary too: the tree
+#           tools/build-deb installs (the Debian package's contents, `dpkg-deb -x` of it) in the
+#           context as .install/, instead of the `build` stage's compile (9 to 14 minutes on 2
+#           cores). tests/deploy/container-check builds this one, in CI. The package is built
+#           with Debian's flags (-O2 -g, hardening) and stripped; the `build` stage's binary is
+#           -O2 without debug information, stripped: the same sources and meson set-up.
+# Every target assembles its files but the rootfs in the same way (packaging/container/
+# runtime-tree, in the runtime-tree stages), and shares the `runtime` stage's configuration.
 
 ARG BASE=debian:12
 
@@ -55,15 +63,6 @@ COPY tools /src/tools
 RUN meson setup /build /src --prefix=/usr -Doptimization=2 -Ddebug=false -Dtests=false \
  && ninja -C /build ${JOBS:+-j$JOBS} \
  && meson install -C /build --destdir /install --strip --quiet
-# The runtime stage has no libc of its own: the binary's shared libraries (libstdc++, libseccomp
-# and libcap are linked statically; libc, libm and the loader remain), at their paths.
-RUN mkdir -p /runtime/usr/bin /runtime/usr/share \
- && cp /install/usr/bin/mcp-exec /runtime/usr/bin/ \
- && cp -a /install/usr/share/mcp-exec /runtime/usr/share/ \
- && rm -rf /runtime/usr/share/mcp-exec/rootfs /runtime/usr/share/mcp-exec/default-rootfs \
- && ldd /install/usr/bin/mcp-exec | awk '$(NF-1) ~ /^\// { print $(NF-1) } $1 ~ /^\// { print $1 }' \
-      | sort -u | xargs -I{} cp --parents -L {} /runtime/
-
 # The rootfs, built from its recipe by tools/build-rootfs exactly as on a host (in a cache of this
 # stage's own, so that it never touches a host's trees).
 FROM ${BASE} AS rootfs
@@ -74,11 +73,30 @@ COPY tools/build-rootfs /src/tools/build-rootfs
 RUN MCP_EXEC_CACHE=/cache /src/tools/build-rootfs --out /src/build/rootfs \
  && mv "$(readlink /src/build/rootfs)" /rootfs
 
-# What both images share: FROM scratch, so an image is the rootfs plus the binary and its libc.
+# /runtime, the files of the image but the rootfs, from an installed tree at /install: the
+# `build` stage's, or for `image-prebuilt` one from the build context. One stage does it for
+# both, so that the two images cannot differ in anything but how the binary was compiled. It
+# has no libc of its own: the binary's shared libraries (libstdc++, libseccomp and libcap are
+# linked statically; libc, libm and the loader remain), at their paths.
+FROM ${BASE} AS runtime-tree
+COPY packaging/container/runtime-tree /usr/local/sbin/runtime-tree
+
+FROM runtime-tree AS runtime-tree-source
+COPY --from=build /install/ /install/
+RUN runtime-tree /install /runtime
+
+# The tree tools/build-deb installs (`meson install --destdir`, --prefix=/usr; the .deb's
+# contents), copied into the build context as .install/ (tests/deploy/container-check does this,
+# with `dpkg-deb -x`): no compiler and no compile in the image build, which is what CI can afford.
+FROM runtime-tree AS runtime-tree-prebuilt
+COPY .install/ /install/
+RUN runtime-tree /install /runtime
+
+# What every image shares: FROM scratch, so an image is the rootfs plus the binary and its libc.
 # The server needs no shell, no package manager and no writable path: every sandbox gets the
-# rootfs read-only, a fresh /proc and /dev, and a tmpfs workspace.
+# rootfs read-only, a fresh /proc and /dev, and a tmpfs workspace. The targets below add the
+# files, from runtime-tree-source or runtime-tree-prebuilt, then the rootfs.
 FROM scratch AS runtime
-COPY --from=build /runtime/ /
 # 65532: the conventional "nonroot" uid, as in deploy/kubernetes. The server runs rootless: each
 # sandbox's user maps to it, and it needs no capability.
 USER 65532:65532
@@ -91,8 +109,14 @@ EXPOSE 8080
 ENTRYPOINT ["mcp-exec"]
 CMD ["serve", "--transport", "http", "--addr", ":8080"]
 
+FROM runtime AS image-prebuilt
+COPY --from=runtime-tree-prebuilt /runtime/ /
+COPY .rootfs/ /var/lib/mcp-exec/rootfs/
+
 FROM runtime AS image-prebuilt-rootfs
+COPY --from=runtime-tree-source /runtime/ /
 COPY .rootfs/ /var/lib/mcp-exec/rootfs/
 
 FROM runtime AS image
+COPY --from=runtime-tree-source /runtime/ /
 COPY --from=rootfs /rootfs/ /var/lib/mcp-exec/rootfs/
