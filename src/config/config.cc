@@ -40,16 +40,6 @@ const char* TransportName(Transport transport) {
   return "unknown";
 }
 
-const char* LimitsModeName(LimitsMode mode) {
-  switch (mode) {
-    case LimitsMode::kAuto: return "auto";
-    case LimitsMode::kCgroup2: return "cgroup2";
-    case LimitsMode::kCgroup1: return "cgroup1";
-    case LimitsMode::kRlimit: return "rlimit";
-  }
-  return "unknown";
-}
-
 const char* MetricsAuthName(MetricsAuth auth) {
   switch (auth) {
     case MetricsAuth::kToken: return "token";

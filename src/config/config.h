@@ -12,22 +12,21 @@
 #include <string_view>
 #include <vector>
 
+#include "base/limits_mode.h"
 #include "base/result.h"
 
 namespace mcpexec::config {
 
 // MCP_EXEC_TRANSPORT. The order is that of the setting's choices (settings.cc).
 enum class Transport { kStdio, kHttp, kSse };
-// MCP_EXEC_LIMITS: which limits backend to use; auto takes the first that works here.
-enum class LimitsMode { kAuto, kCgroup2, kCgroup1, kRlimit };
 // MCP_EXEC_METRICS_AUTH: whether /metrics needs the token (when one is set).
 enum class MetricsAuth { kToken, kNone };
 // MCP_EXEC_ENGINE: where a run's sandbox comes from (docs/engine.md).
 enum class EngineKind { kAuto, kCold, kPool, kZygote };
 
-// The names the environment, the flags, logs and results use: "stdio", "cgroup1", "token".
+// The names the environment, the flags, logs and results use: "stdio", "token" (and
+// LimitsModeName, base/limits_mode.h: "cgroup1").
 const char* TransportName(Transport transport);
-const char* LimitsModeName(LimitsMode mode);
 const char* MetricsAuthName(MetricsAuth auth);
 const char* EngineName(EngineKind engine);
 // The engine of a name ("pool"), or nullopt for a name that is none.
@@ -55,7 +54,7 @@ struct Config {
   uint64_t memory_max = 256ull << 20;       // MCP_EXEC_MEMORY_MAX: per run, no swap
   uint64_t pids_max = 128;                  // MCP_EXEC_PIDS_MAX: per run
   double cpus = 1.0;                        // MCP_EXEC_CPUS: CPU bandwidth per run
-  LimitsMode limits = LimitsMode::kAuto;    // MCP_EXEC_LIMITS
+  LimitsMode limits = LimitsMode::kAuto;    // MCP_EXEC_LIMITS (base/limits_mode.h)
   std::string cgroup;                       // MCP_EXEC_CGROUP: delegated cgroup v2 to manage
   uid_t host_uid = 65532;                   // MCP_EXEC_HOST_UID: host uid of the sandbox, as root
   gid_t host_gid = 65532;                   // MCP_EXEC_HOST_GID

@@ -34,12 +34,7 @@ sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
 
 limits::BackendOptions BackendOptionsFor(const config::Config& config) {
   limits::BackendOptions options;
-  switch (config.limits) {
-    case config::LimitsMode::kAuto: options.mode = limits::Mode::kAuto; break;
-    case config::LimitsMode::kCgroup2: options.mode = limits::Mode::kCgroup2; break;
-    case config::LimitsMode::kCgroup1: options.mode = limits::Mode::kCgroup1; break;
-    case config::LimitsMode::kRlimit: options.mode = limits::Mode::kRlimit; break;
-  }
+  options.mode = config.limits;
   options.limits.memory_max = config.memory_max;
   options.limits.pids_max = config.pids_max;
   options.limits.cpus = config.cpus;

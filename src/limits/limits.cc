@@ -65,24 +65,24 @@ std::shared_ptr<LimitsBackend> MakeRlimitBackend(const ResourceLimits& limits) {
 }
 
 Result<std::shared_ptr<LimitsBackend>> OpenBackend(const BackendOptions& options) {
-  if (options.mode == Mode::kRlimit) return MakeRlimitBackend(options.limits);
+  if (options.mode == LimitsMode::kRlimit) return MakeRlimitBackend(options.limits);
   MCPEXEC_ASSIGN_OR_RETURN(const ProcCgroupFiles files, ReadProcCgroupFiles());
   switch (options.mode) {
-    case Mode::kRlimit:
+    case LimitsMode::kRlimit:
       break;
-    case Mode::kCgroup2: {
+    case LimitsMode::kCgroup2: {
       auto v2 = OpenCgroup2(options, files);
       if (v2.ok()) return v2;
       return MakeError(v2.error().code, "cgroup v2 limits (MCP_EXEC_LIMITS=cgroup2) are not "
                                         "usable: " + v2.error().message + "\n" + ReasonFix());
     }
-    case Mode::kCgroup1: {
+    case LimitsMode::kCgroup1: {
       auto v1 = OpenCgroup1(options, files);
       if (v1.ok()) return v1;
       return MakeError(v1.error().code, "cgroup v1 limits (MCP_EXEC_LIMITS=cgroup1) are not "
                                         "usable: " + v1.error().message + "\n" + ReasonFix());
     }
-    case Mode::kAuto:
+    case LimitsMode::kAuto:
       break;
   }
   auto v2 = OpenCgroup2(options, files);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/limits_mode.h"
 #include "base/result.h"
 
 namespace mcpexec::limits {
@@ -35,9 +36,6 @@ struct ResourceLimits {
 enum class Backend { kCgroup2, kCgroup1, kRlimit };
 // "cgroup2", "cgroup1", "rlimit": the names results and logs use.
 const char* BackendName(Backend backend);
-
-// MCP_EXEC_LIMITS: which backend to use.
-enum class Mode { kAuto, kCgroup2, kCgroup1, kRlimit };
 
 // What one run used, read from its cgroup (or from the init's rusage for the rlimit backend).
 struct Usage {
@@ -96,7 +94,7 @@ class LimitsBackend {
 };
 
 struct BackendOptions {
-  Mode mode = Mode::kAuto;
+  LimitsMode mode = LimitsMode::kAuto;  // MCP_EXEC_LIMITS (base/limits_mode.h)
   ResourceLimits limits;
   // MCP_EXEC_CGROUP: a cgroup v2 directory mcp-exec may manage alone (delegated to its user).
   // Empty: its own cgroup (moved into a "supervisor" leaf), or a "mcp-exec" child of the root

@@ -11,6 +11,7 @@
 
 #include "cli/config_flags.h"
 #include "config/config.h"
+#include "exec/exec.h"
 #include "limits/limits.h"
 #include "sandbox/run_result.h"
 #include "sandbox/spec.h"
@@ -117,6 +118,33 @@ TEST(Settings, ChoicesAreTheNamesOfTheirEnums) {
                   .ok());
   EXPECT_EQ(c.transport, Transport::kSse);
   EXPECT_EQ(c.limits, LimitsMode::kCgroup1);
+}
+
+// MCP_EXEC_LIMITS is parsed by the table and acted on by limits::OpenBackend, through the one
+// enum (base/limits_mode.h): every choice reaches the backend options as the mode of its name,
+// and each mode that names a backend names it as results and logs do (limits_backend).
+TEST(Settings, EveryLimitsModeNameRoundTripsToTheBackendOptions) {
+  const auto modes = SettingChoices(*FindSetting("MCP_EXEC_LIMITS"));
+  std::set<std::string> backends;
+  for (const limits::Backend b :
+       {limits::Backend::kCgroup2, limits::Backend::kCgroup1, limits::Backend::kRlimit}) {
+    backends.insert(limits::BackendName(b));
+  }
+  std::set<std::string> named_backends;
+  for (const std::string& name : modes) {
+    SCOPED_TRACE(name);
+    Config c;
+    ASSERT_TRUE(ApplySetting(*FindSetting("MCP_EXEC_LIMITS"), name, c).ok());
+    EXPECT_EQ(LimitsModeName(c.limits), name);
+    EXPECT_EQ(LimitsModeName(exec::BackendOptionsFor(c).mode), name);
+    if (c.limits != LimitsMode::kAuto) named_backends.insert(name);
+  }
+  EXPECT_EQ(named_backends, backends) << "a mode for each backend, under the backend's name";
+  Config c;
+  c.limits = LimitsMode::kRlimit;
+  auto rlimit = limits::OpenBackend(exec::BackendOptionsFor(c));
+  ASSERT_TRUE(rlimit.ok()) << rlimit.error().message;
+  EXPECT_STREQ(limits::BackendName((*rlimit)->Kind()), LimitsModeName(LimitsMode::kRlimit));
 }
 
 std::string HelpOf(cli::Command command) {
