@@ -6,10 +6,18 @@
 #include <sstream>
 
 #include "cli/output_dir.h"
+#include "config/settings.h"
 #include "exec/exec.h"
 #include "sandbox/sandbox.h"
 
 namespace mcpexec::cli {
+
+std::vector<std::string> RunEngineChoices() {
+  std::vector<std::string> engines =
+      config::SettingChoices(*config::FindSetting("MCP_EXEC_ENGINE"));
+  std::erase(engines, config::EngineName(config::EngineKind::kAuto));
+  return engines;
+}
 
 CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   CLI::App* run = app.add_subcommand("run", "Run Python code in a fresh sandbox and print the "
@@ -30,11 +38,16 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
       ->take_all();
   run->add_option("--output-dir", o.output_dir,
                   "Write the files the program left in /tmp/outputs under this directory");
+  const std::vector<std::string> engines = RunEngineChoices();
+  std::string engine_list;
+  for (const std::string& engine : engines) {
+    engine_list += (engine_list.empty() ? "" : " | ") + engine;
+  }
   run->add_option("--engine", o.engine,
-                  "cold | pool | zygote: run in the sandbox that engine gives `serve`'s runs, "
-                  "for comparing them; pool and zygote prepare one with MCP_EXEC_PRELOAD "
-                  "imported, so they are no faster here (default cold)")
-      ->check(CLI::IsMember({"cold", "pool", "zygote"}));
+                  engine_list + ": run in the sandbox that engine gives `serve`'s runs, for "
+                  "comparing them; pool and zygote prepare one with MCP_EXEC_PRELOAD imported, "
+                  "so they are no faster here (default " + o.engine + ")")
+      ->check(CLI::IsMember(engines));
   AddConfigFlags(run, Command::kRun, o.config);
   run->footer(
       "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "
@@ -117,7 +130,7 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << plan.error().message << "\n";
     return kExitSetupFailed;
   }
-  // --engine's choices are engines' names (AddRunCommand checks them).
+  // --engine's choices are MCP_EXEC_ENGINE's (AddRunCommand checks them), parsed as it is.
   config->engine = config::EngineFromName(options.engine).value_or(config::EngineKind::kCold);
   auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kOneShot);
   if (!engine.ok()) {

@@ -30,10 +30,14 @@ struct RunOptions {
   std::vector<std::string> inputs;         // --input PATH=LOCALFILE, repeatable
   std::optional<std::string> output_dir;   // --output-dir DIR
   // --engine: a one-shot run in the sandbox that engine gives a server's runs (MCP_EXEC_ENGINE
-  // is for `serve`; `run` is cold unless told).
-  std::string engine = "cold";
+  // is for `serve`; `run` is cold unless told). One of RunEngineChoices().
+  std::string engine = config::EngineName(config::EngineKind::kCold);
   ConfigFlags config;
 };
+
+// `run --engine`'s choices: MCP_EXEC_ENGINE's in the table's order (config/settings.cc), but
+// auto, which `run` refuses: a one-shot run has nothing to keep warm, so it names its engine.
+std::vector<std::string> RunEngineChoices();
 
 // Registers the `run` subcommand and its flags on `app`.
 CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);

@@ -59,9 +59,10 @@ const char* EngineName(EngineKind engine) {
 }
 
 std::optional<EngineKind> EngineFromName(std::string_view name) {
-  for (const EngineKind e :
-       {EngineKind::kAuto, EngineKind::kCold, EngineKind::kPool, EngineKind::kZygote}) {
-    if (name == EngineName(e)) return e;
+  // The table's choices, parsed as the table parses MCP_EXEC_ENGINE: a choice is its index.
+  const std::vector<std::string> names = SettingChoices(*FindSetting("MCP_EXEC_ENGINE"));
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (name == names[i]) return static_cast<EngineKind>(i);
   }
   return std::nullopt;
 }

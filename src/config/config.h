@@ -29,7 +29,8 @@ enum class EngineKind { kAuto, kCold, kPool, kZygote };
 const char* TransportName(Transport transport);
 const char* MetricsAuthName(MetricsAuth auth);
 const char* EngineName(EngineKind engine);
-// The engine of a name ("pool"), or nullopt for a name that is none.
+// The engine of a name ("pool"), parsed as the table parses MCP_EXEC_ENGINE; nullopt for a
+// name that is none.
 std::optional<EngineKind> EngineFromName(std::string_view name);
 
 // The defaults are the table's (settings.cc); a unit test holds these initializers to it.

@@ -31,8 +31,9 @@ enum class SettingType {
 enum class SettingScope {
   kAll,    // run, serve and doctor
   kServe,  // serve only
-  // serve only; `run` has an --engine of its own, with the same choices but auto and its own
-  // default (cli/run_command.cc), since a one-shot run has nothing to keep warm.
+  // serve only; `run` has an --engine of its own, with these choices but auto and its own
+  // default (cli/run_command.cc's RunEngineChoices), since a one-shot run has nothing to keep
+  // warm.
   kServeAndRunEngine,
 };
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "../support/temp_dir.h"
+#include "config/settings.h"
 
 namespace mcpexec::cli {
 namespace {
@@ -131,6 +132,43 @@ TEST(RunArgs, NoCodeIsAnError) {
   EXPECT_THAT(ResolveRunRequest(Parse({}), none).error().message, HasSubstr("no code given"));
   EXPECT_THAT(ResolveRunRequest(Parse({"prog.py"}), none).error().message,
               HasSubstr("unexpected argument 'prog.py'"));
+}
+
+// `run --engine` takes its choices from MCP_EXEC_ENGINE's in the table, auto left out, so that
+// an engine added there is one `run` can compare: its --help lists exactly those (the man page
+// and the completion read them from there), each parses to the engine of its name, and auto is
+// refused as a usage error.
+TEST(RunArgs, EngineChoicesAreTheTablesButAuto) {
+  const std::string kAuto = config::EngineName(config::EngineKind::kAuto);
+  std::vector<std::string> expected;
+  for (const std::string& name : config::SettingChoices(*config::FindSetting("MCP_EXEC_ENGINE"))) {
+    if (name != kAuto) expected.push_back(name);
+  }
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(RunEngineChoices(), expected);
+
+  CLI::App app;
+  RunOptions options;
+  const std::string help = AddRunCommand(app, options)->help();
+  std::string braced, piped;
+  for (const std::string& name : expected) {
+    braced += (braced.empty() ? "" : ",") + name;
+    piped += (piped.empty() ? "" : " | ") + name;
+  }
+  EXPECT_THAT(help, HasSubstr("--engine TEXT:{" + braced + "}"));
+  EXPECT_THAT(help, HasSubstr(piped + ": run in the sandbox that engine gives"));
+  EXPECT_THAT(help, HasSubstr("so they are no faster here (default cold)"));
+
+  EXPECT_EQ(Parse({"--code", "pass"}).engine, "cold");
+  for (const std::string& name : expected) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(Parse({"--engine", name, "--code", "pass"}).engine, name);
+    const std::optional<config::EngineKind> kind = config::EngineFromName(name);
+    ASSERT_TRUE(kind.has_value());
+    EXPECT_EQ(config::EngineName(*kind), name);
+  }
+  EXPECT_THROW(Parse({"--engine", kAuto, "--code", "pass"}), CLI::ValidationError);
+  EXPECT_THROW(Parse({"--engine", "warm", "--code", "pass"}), CLI::ValidationError);
 }
 
 TEST(RunConfig, FlagsWinOverTheEnvironment) {
