@@ -25,6 +25,8 @@ inline constexpr std::array<std::string_view, 1> kStatelessProtocolVersions = {"
 inline constexpr std::string_view kMetaProtocolVersion = "io.modelcontextprotocol/protocolVersion";
 inline constexpr std::string_view kMetaLogLevel = "io.modelcontextprotocol/logLevel";
 inline constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
+inline constexpr std::string_view kMetaClientCapabilities =
+    "io.modelcontextprotocol/clientCapabilities";
 
 // The error codes the stateless revision reserves (-32020 to -32099).
 inline constexpr int kHeaderMismatch = -32020;

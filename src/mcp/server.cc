@@ -164,6 +164,14 @@ Handled Session::HandleStateless(const jsonrpc::Request& request,
         json{{"supported", AllProtocolVersions()},
              {"requested", version->is_string() ? *version : json(version->dump())}}));
   }
+  // A request that names its revision carries everything that revision requires of it: the
+  // client's capabilities too (basic/index: a request missing a required field is malformed).
+  const json* capabilities = MetaField(request.params, kMetaClientCapabilities);
+  if (version != nullptr && (capabilities == nullptr || !capabilities->is_object())) {
+    return reply(jsonrpc::MakeError(
+        request.id, jsonrpc::kInvalidParams,
+        "params._meta needs \"" + std::string(kMetaClientCapabilities) + "\" (an object)"));
+  }
   if (request.method == "server/discover") {
     return reply(jsonrpc::MakeResult(request.id, Stateless(Discover())));
   }

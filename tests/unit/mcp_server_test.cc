@@ -458,6 +458,20 @@ TEST_F(McpServerTest, AnUnsupportedRevisionGetsTheSupportedOnes) {
             -32022);
 }
 
+TEST_F(McpServerTest, AStatelessRequestWithoutClientCapabilitiesIsInvalidParams) {
+  for (const std::string method : {"server/discover", "tools/list", "tools/call"}) {
+    json params = Stateless({{"name", "fake"}, {"arguments", {{"x", 1}}}});
+    params["_meta"].erase("io.modelcontextprotocol/clientCapabilities");
+    json r = Request(1, method, params);
+    ASSERT_TRUE(r.contains("error")) << method << ": " << r;
+    EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << method;
+    EXPECT_NE(r["error"]["message"].get<std::string>().find("clientCapabilities"), std::string::npos) << r;
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = "all";
+    r = Request(2, method, params);
+    EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << method << ": " << r;
+  }
+}
+
 TEST_F(McpServerTest, TheStatelessEraHasNoPingInitializeOrSetLevel) {
   for (const std::string method : {"ping", "initialize", "logging/setLevel", "resources/list"}) {
     const json r = Request(1, method, Stateless({{"protocolVersion", "2025-11-25"}, {"level", "debug"}}));
