@@ -159,7 +159,8 @@ TEST(StatelessReplyStatus, ErrorCodesTheRevisionGivesAStatus) {
   EXPECT_EQ(StatelessReplyStatus(error(-32020)), 400);
   EXPECT_EQ(StatelessReplyStatus(error(-32021)), 400);
   EXPECT_EQ(StatelessReplyStatus(error(-32022)), 400);
-  EXPECT_EQ(StatelessReplyStatus(error(-32602)), 200);
+  EXPECT_EQ(StatelessReplyStatus(error(-32602)), 400);
+  EXPECT_EQ(StatelessReplyStatus(error(-32603)), 200);
   EXPECT_EQ(StatelessReplyStatus(R"({"jsonrpc":"2.0","id":1,"result":{}})"), 200);
   EXPECT_EQ(StatelessReplyStatus("not json"), 200);
   EXPECT_EQ(StatelessReplyStatus(R"({"error":{"code":"-32601"}})"), 200);

@@ -102,6 +102,7 @@ int StatelessReplyStatus(std::string_view serialized_response) {
   switch (code.get<int>()) {
     case jsonrpc::kMethodNotFound:
       return 404;
+    case jsonrpc::kInvalidParams:  // a malformed request, a missing _meta field among them
     case kHeaderMismatch:
     case kMissingRequiredClientCapability:
     case kUnsupportedProtocolVersion:

@@ -39,7 +39,8 @@ std::optional<std::string> MetadataMismatch(const MetadataHeaders& headers,
                                             const jsonrpc::Request& request);
 
 // The HTTP status of a response the server core gave at once to a stateless request: 404 for
-// an unknown method (so that a legacy client sees "no such endpoint"), 400 for an unsupported
+// an unknown method (so that a legacy client sees "no such endpoint"), 400 for invalid params
+// (a malformed request: a required _meta field missing, an unknown tool), an unsupported
 // revision, a header mismatch or a missing client capability, 200 otherwise.
 int StatelessReplyStatus(std::string_view serialized_response);
 

@@ -112,7 +112,10 @@ class HttpServer::Impl final : public http::Handler {
   void GetReadyz(Response& res);
 
   bool ReadBody(const Request& req, Response& res, std::string* body);
-  bool CheckProtocolVersion(const Request& req, Response& res);
+  // False after answering 400 with -32022 (for request `id`) when the MCP-Protocol-Version
+  // header names a revision this server does not speak.
+  bool CheckProtocolVersion(const Request& req, Response& res,
+                            const jsonrpc::Id& id = jsonrpc::Id(nullptr));
   std::shared_ptr<Session> SessionFromHeader(const Request& req, Response& res);
   // The queue a request's reply collects in, or nullptr after answering 503.
   std::shared_ptr<http::MessageQueue> NewReplyQueue(Response& res);
@@ -287,7 +290,8 @@ bool HttpServer::Impl::ReadBody(const Request& req, Response& res, std::string* 
   return false;
 }
 
-bool HttpServer::Impl::CheckProtocolVersion(const Request& req, Response& res) {
+bool HttpServer::Impl::CheckProtocolVersion(const Request& req, Response& res,
+                                            const jsonrpc::Id& id) {
   auto version = Header(req, kVersionHeader);
   if (!version || IsSupportedProtocolVersion(*version) || IsStatelessProtocolVersion(*version)) {
     return true;
@@ -295,7 +299,7 @@ bool HttpServer::Impl::CheckProtocolVersion(const Request& req, Response& res) {
   // The stateless revision's UnsupportedProtocolVersionError, which a client of either era
   // reads as "retry with one of these".
   SendJson(res, 400,
-           jsonrpc::MakeError(nullptr, kUnsupportedProtocolVersion,
+           jsonrpc::MakeError(id, kUnsupportedProtocolVersion,
                               "Unsupported protocol version: MCP-Protocol-Version \"" +
                                   std::string(*version) + "\"",
                               json{{"supported", AllProtocolVersions()},
@@ -316,10 +320,11 @@ std::shared_ptr<Session> HttpServer::Impl::SessionFromHeader(const Request& req,
 
 void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   std::string body;
-  if (!ReadBody(req, res, &body) || !CheckProtocolVersion(req, res)) return;
-
+  if (!ReadBody(req, res, &body)) return;
   jsonrpc::Incoming incoming = jsonrpc::Parse(body);
   body = std::string();  // a large body (code, stdin) need not live as long as the reply
+  const auto* parsed = std::get_if<jsonrpc::Request>(&incoming);
+  if (!CheckProtocolVersion(req, res, parsed ? parsed->id : jsonrpc::Id(nullptr))) return;
   if (IsStateless(req)) {
     PostStateless(req, res, std::move(incoming));
     return;
@@ -415,6 +420,17 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
   if (request == nullptr) {
     SendRpcError(res, 400, jsonrpc::kInvalidRequest,
                  "Bad Request: a client POSTs requests and notifications, not responses");
+    return;
+  }
+  // A request that does not name its revision is malformed (-32602), whatever its headers say;
+  // server/discover without one is answered only where there are no headers, on stdio.
+  const json* meta_version = MetaField(request->params, kMetaProtocolVersion);
+  if (meta_version == nullptr || !meta_version->is_string()) {
+    SendJson(res, 400,
+             jsonrpc::MakeError(request->id, jsonrpc::kInvalidParams,
+                                "params._meta needs \"" + std::string(kMetaProtocolVersion) +
+                                    "\" (a string) in revision " +
+                                    std::string(*Header(req, kVersionHeader))));
     return;
   }
   const http::MetadataHeaders headers{Header(req, kVersionHeader), Header(req, "Mcp-Method"),

@@ -234,10 +234,10 @@ describe('streamable http wire, stateless era (2026-07-28)', { timeout: 120000 }
     const name = 'ex\u00e9c';
     const encoded = `=?base64?${Buffer.from(name).toString('base64')}?=`;
     const r = await send(3, 'tools/call', { name, arguments: { code: 'pass' } }, { 'Mcp-Name': encoded });
-    assert.equal(r.status, 200, r.text);
-    // The headers match the body, so the request reaches the server core: no such tool.
-    const msg = only(r, 3);
-    assert.ok(msg.error || msg.result?.isError, r.text);
+    // The headers match the body, so the request reaches the server core: no such tool (invalid
+    // params, 400), not a header mismatch.
+    assert.equal(r.status, 400, r.text);
+    assert.equal(only(r, 3).error?.code, -32602, r.text);
     const exec = await send(4, 'tools/call', { name: 'exec', arguments: { code: 'pass' } },
       { 'Mcp-Name': `=?base64?${Buffer.from('exec').toString('base64')}?=` });
     assert.equal(exec.status, 200, exec.text);
@@ -270,6 +270,17 @@ describe('streamable http wire, stateless era (2026-07-28)', { timeout: 120000 }
     assert.equal(err?.code, -32022, r.text);
     assert.ok(err.data.supported.includes(V) && err.data.supported.includes(LATEST), r.text);
     assert.equal(err.data.requested, '2099-01-01');
+    assert.equal(r.messages[0].id, 6, 'the error names the request it answers');
+  });
+
+  it('a request that does not name its revision in _meta is 400 with -32602, discover too', async () => {
+    for (const m of [{}, { 'io.modelcontextprotocol/clientInfo': { name: 'x', version: '1' } }]) {
+      const raw = new RawHttp(srv.mcpUrl);
+      const r = await raw.post({ jsonrpc: '2.0', id: 12, method: 'server/discover', params: Object.keys(m).length ? { _meta: m } : {} },
+        { 'MCP-Protocol-Version': V, 'Mcp-Method': 'server/discover' });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.messages[0]?.error?.code, -32602, r.text);
+    }
   });
 
   it('an unknown method is 404 with -32601; ping and initialize are unknown in this era', async () => {
