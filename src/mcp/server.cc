@@ -172,13 +172,9 @@ Handled Session::HandleStateless(const jsonrpc::Request& request,
         request.id, jsonrpc::kInvalidParams,
         "params._meta needs \"" + std::string(kMetaClientCapabilities) + "\" (an object)"));
   }
+  // Past discovery, `version` is set: Handle sends nothing else here without one.
   if (request.method == "server/discover") {
     return reply(jsonrpc::MakeResult(request.id, Stateless(Discover())));
-  }
-  if (version == nullptr) {
-    return reply(jsonrpc::MakeError(
-        request.id, jsonrpc::kInvalidParams,
-        "params._meta needs \"" + std::string(kMetaProtocolVersion) + "\""));
   }
   CallEra era;
   era.stateless = true;
