@@ -16,6 +16,7 @@ enum class ErrorCode {
   kUnavailable,
   kResourceExhausted,
   kDeadlineExceeded,
+  kFailedPrecondition,  // the request is fine, the state it meets is not (a busy session)
   kInternal,
 };
 

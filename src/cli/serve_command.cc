@@ -10,6 +10,7 @@
 #include "exec/exec.h"
 #include "exec/exec_metrics.h"
 #include "exec/exec_tool.h"
+#include "exec/session_tools.h"
 #include "log/log.h"
 #include "mcp/server.h"
 #include "mcp/transport/http_server.h"
@@ -148,8 +149,17 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   mcp::ServerInfo info;
   info.version = version;
   auto exec_metrics = std::make_shared<exec::ExecMetrics>();
-  mcp::Server server(info, {std::make_shared<exec::ExecTool>(*config, *engine, exec_metrics)},
-                     pool);
+  std::shared_ptr<engine::SessionStore> sessions;
+  if (config->max_sessions > 0) {
+    sessions = std::make_shared<engine::SessionStore>(*engine, exec::SessionOptionsFor(*config));
+  }
+  std::vector<std::shared_ptr<mcp::Tool>> tools = {
+      std::make_shared<exec::ExecTool>(*config, *engine, exec_metrics, sessions)};
+  if (sessions) {
+    tools.push_back(std::make_shared<exec::SessionListTool>(sessions));
+    tools.push_back(std::make_shared<exec::SessionCloseTool>(sessions));
+  }
+  mcp::Server server(info, std::move(tools), pool);
   const sandbox::SeccompFilter* filter = (*plan)->Seccomp();
   if (filter == nullptr) {
     log::Warn("seccomp is off (MCP_EXEC_SECCOMP_PROFILE=unconfined): programs can use every "

@@ -68,6 +68,9 @@ struct Config {
   int pool_size = 2;                 // MCP_EXEC_POOL_SIZE: sandboxes kept ready (pool, zygote)
   int zygote_max_forks = 1000;       // MCP_EXEC_ZYGOTE_MAX_FORKS: forks before it is replaced
   int zygote_max_age_s = 600;        // MCP_EXEC_ZYGOTE_MAX_AGE_S: its age when it is replaced
+  int max_sessions = 8;              // MCP_EXEC_MAX_SESSIONS: open at once; 0: none
+  int session_idle_s = 600;          // MCP_EXEC_SESSION_IDLE_S: idle expiry
+  int session_max_age_s = 3600;      // MCP_EXEC_SESSION_MAX_AGE_S: the longest a session lasts
   // MCP_EXEC_PRELOAD: modules a warm interpreter imports before its program, comma-separated.
   std::vector<std::string> preload = {"numpy", "pandas", "matplotlib.pyplot"};
 

@@ -26,19 +26,48 @@ Result<sandbox::RunResult> RunCold(std::shared_ptr<const sandbox::LaunchPlan> pl
   return box.Run(program, limits, hooks);
 }
 
+// A warm sandbox made on request, when an engine has none ready: the cold plan with the warm
+// agent (its plan compiled at the first request).
+class WarmOnRequest {
+ public:
+  explicit WarmOnRequest(std::shared_ptr<const sandbox::LaunchPlan> cold) : cold_(std::move(cold)) {}
+  Result<sandbox::Sandbox> Make() {
+    std::shared_ptr<const sandbox::LaunchPlan> warm;
+    {
+      std::lock_guard lock(mutex_);
+      if (!warm_) {
+        sandbox::SandboxSpec spec = cold_->Spec();
+        spec.warm = true;
+        spec.zygote = false;
+        MCPEXEC_ASSIGN_OR_RETURN(warm_, sandbox::Compile(spec, cold_->LimitsBackend()));
+      }
+      warm = warm_;
+    }
+    return sandbox::Sandbox::Create(std::move(warm));
+  }
+
+ private:
+  const std::shared_ptr<const sandbox::LaunchPlan> cold_;
+  std::mutex mutex_;
+  std::shared_ptr<const sandbox::LaunchPlan> warm_;
+};
+
 class ColdEngine final : public Engine {
  public:
-  explicit ColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan) : plan_(std::move(plan)) {}
+  explicit ColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan)
+      : plan_(std::move(plan)), warm_(plan_) {}
   const char* Name() const override { return "cold"; }
   Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
                                  const sandbox::RunHooks& hooks) override {
     return RunCold(plan_, program, limits, hooks);
   }
+  Result<sandbox::Sandbox> TakeWarm() override { return warm_.Make(); }
   const sandbox::LaunchPlan& Plan() const override { return *plan_; }
   EngineState State() const override { return {}; }
 
  private:
   const std::shared_ptr<const sandbox::LaunchPlan> plan_;
+  WarmOnRequest warm_;
 };
 
 // Retries of a refill that failed, doubling up to the longest.
@@ -192,6 +221,7 @@ class PoolEngine final : public Engine {
       : cold_(std::move(cold)),
         source_(std::move(source)),
         options_(options),
+        warm_on_request_(cold_),
         stamp_(StampOf(*cold_)) {}
 
   ~PoolEngine() override {
@@ -244,6 +274,20 @@ class PoolEngine final : public Engine {
       }
       return box->Run(program, limits, hooks);
     }
+  }
+
+  Result<sandbox::Sandbox> TakeWarm() override {
+    const bool rootfs_changed = DropIfRootfsChanged();
+    for (;;) {
+      std::optional<sandbox::Sandbox> box = Take();
+      if (!box) break;
+      if (box->Waiting()) return std::move(*box);
+      log::Warn("a prepared sandbox ended while it waited; it is dropped");
+    }
+    if (!rootfs_changed) {
+      if (std::optional<sandbox::Sandbox> box = source_->MakeForRun()) return std::move(*box);
+    }
+    return warm_on_request_.Make();
   }
 
  private:
@@ -324,6 +368,7 @@ class PoolEngine final : public Engine {
   const std::shared_ptr<const sandbox::LaunchPlan> cold_;
   const std::unique_ptr<SandboxSource> source_;
   const PoolOptions options_;
+  WarmOnRequest warm_on_request_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<sandbox::Sandbox> ready_;

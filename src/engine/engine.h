@@ -16,6 +16,7 @@
 #include "base/result.h"
 #include "sandbox/plan.h"
 #include "sandbox/run_result.h"
+#include "sandbox/sandbox.h"
 
 namespace mcpexec::engine {
 
@@ -38,6 +39,10 @@ class Engine {
   virtual Result<sandbox::RunResult> Run(const sandbox::Program& program,
                                          const sandbox::RunLimits& limits,
                                          const sandbox::RunHooks& hooks) = 0;
+  // A warm sandbox that waits for its program, for a session (Sandbox::StartSession): one the
+  // engine has ready, or else one made now, on the calling thread, which it dies with (a
+  // worker's, which lives as long as the server). Thread-safe.
+  virtual Result<sandbox::Sandbox> TakeWarm() = 0;
   // The cold plan: what every run's sandbox is (rootfs, limits backend, seccomp, figures).
   virtual const sandbox::LaunchPlan& Plan() const = 0;
   // A snapshot of what it holds. Thread-safe; cheap (no system call but a poll for the zygote).

@@ -62,6 +62,14 @@ sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& re
   return limits;
 }
 
+engine::SessionOptions SessionOptionsFor(const config::Config& config) {
+  engine::SessionOptions options;
+  options.max_sessions = static_cast<size_t>(config.max_sessions);
+  options.idle = std::chrono::seconds(config.session_idle_s);
+  options.max_age = std::chrono::seconds(config.session_max_age_s);
+  return options;
+}
+
 namespace {
 
 Result<std::shared_ptr<engine::Engine>> StartNamedEngine(

@@ -13,6 +13,7 @@
 #include "base/result.h"
 #include "config/config.h"
 #include "engine/engine.h"
+#include "engine/sessions.h"
 #include "exec/engine_choice.h"
 #include "exec/files.h"
 #include "limits/limits.h"
@@ -62,6 +63,9 @@ Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config
                                                     std::vector<PassedOver>* passed_over = nullptr);
 
 sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request);
+
+// MCP_EXEC_MAX_SESSIONS, MCP_EXEC_SESSION_IDLE_S and MCP_EXEC_SESSION_MAX_AGE_S.
+engine::SessionOptions SessionOptionsFor(const config::Config& config);
 
 // Validates the request and runs it in a fresh sandbox from `engine`.
 Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config& config,

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <sstream>
 
+#include "base/utf8.h"
 #include "exec/exec.h"
 #include "exec/live_output.h"
+#include "exec/session_tools.h"
 #include "log/log.h"
 
 namespace mcpexec::exec {
@@ -21,8 +23,15 @@ std::string Bytes(uint64_t n) {
   return std::to_string(n) + " bytes";
 }
 
+// What the exec call's `session` argument asks for.
+struct SessionArgument {
+  bool present = false;
+  bool open = false;   // "new"
+  std::string handle;  // otherwise
+};
+
 // Reads the arguments into a request; a message for the client when they are malformed.
-Result<ExecRequest> ParseArguments(const json& args) {
+Result<ExecRequest> ParseArguments(const json& args, SessionArgument& session) {
   // The server checks this too, but json::value() throws on anything but an object, and a tool
   // must answer every input with a result.
   if (!args.is_object()) {
@@ -56,10 +65,21 @@ Result<ExecRequest> ParseArguments(const json& args) {
   if (args.contains("files") && !args["files"].is_null()) {
     MCPEXEC_ASSIGN_OR_RETURN(request.files, ParseInputFiles(args["files"]));
   }
-  for (const auto& [key, value] : args.items()) {
-    if (key != "code" && key != "stdin" && key != "timeout_s" && key != "files") {
+  if (args.contains("session") && !args["session"].is_null()) {
+    if (!args["session"].is_string() || args["session"].get<std::string>().empty()) {
       return MakeError(ErrorCode::kInvalidArgument,
-                       "unknown argument '" + key + "' (exec takes code, timeout_s, stdin, files)");
+                       "session must be \"new\" or a handle an earlier call returned");
+    }
+    session.present = true;
+    session.handle = args["session"].get<std::string>();
+    session.open = session.handle == "new";
+  }
+  for (const auto& [key, value] : args.items()) {
+    if (key != "code" && key != "stdin" && key != "timeout_s" && key != "files" &&
+        key != "session") {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "unknown argument '" + key +
+                           "' (exec takes code, timeout_s, stdin, files, session)");
     }
   }
   return request;
@@ -67,10 +87,13 @@ Result<ExecRequest> ParseArguments(const json& args) {
 
 // The CallToolResult: the structured result, its text, and then the files while the whole
 // stays within MCP_EXEC_MAX_RESULT_BYTES. The room for files is measured with every file
-// unreturned and given the longest reason, so returning one only shrinks the rest.
-json ToolResult(const config::Config& config, const sandbox::RunResult& run) {
+// unreturned and given the longest reason, so returning one only shrinks the rest. A session's
+// call adds its fields (SessionFields).
+json ToolResult(const config::Config& config, const sandbox::RunResult& run,
+                const json& session_fields = json::object()) {
   std::vector<FileReport> files = ReportOutputs(config, run.outputs, ResultCapReason(config));
-  auto shape = [](json structured, json items) {
+  auto shape = [&session_fields](json structured, json items) {
+    structured.update(session_fields);
     json content = json::array({{{"type", "text"}, {"text", structured.dump()}}});
     for (json& item : items) content.push_back(std::move(item));
     return json{{"content", std::move(content)},
@@ -91,8 +114,16 @@ bool Cancelled(int fd) {
 }  // namespace
 
 ExecTool::ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine,
-                   std::shared_ptr<ExecMetrics> metrics)
-    : config_(std::move(config)), engine_(std::move(engine)), metrics_(std::move(metrics)) {}
+                   std::shared_ptr<ExecMetrics> metrics,
+                   std::shared_ptr<engine::SessionStore> sessions)
+    : config_(std::move(config)),
+      engine_(std::move(engine)),
+      metrics_(std::move(metrics)),
+      sessions_(std::move(sessions)) {}
+
+void ExecTool::CallerGone(const std::string& caller) {
+  if (sessions_) sessions_->CloseAll(caller);
+}
 
 std::string ExecTool::Describe(const config::Config& c, limits::Backend backend, bool figures) {
   std::ostringstream d;
@@ -132,6 +163,18 @@ std::string ExecTool::Describe(const config::Config& c, limits::Backend backend,
   }
   d << ". A non-zero exit_code, or a timeout (exit_code -1, timed_out true), is a normal "
        "result; exit_code 128+N with signal set means the program died of signal N.";
+  if (c.max_sessions > 0) {
+    d << " Sessions keep Python state across calls, as a notebook does: session \"new\" runs "
+         "the code in a new session and returns its handle as session; later calls that pass "
+         "that handle as session run in the same interpreter, with its variables, imports and "
+         "/tmp files, and the value of a last expression comes back as result (its repr). A "
+         "session has the limits above for its whole life; a call that runs out of time gets "
+         "KeyboardInterrupt, and is killed with its session if it does not stop. A session "
+         "ends after "
+      << c.session_idle_s << " s without a call or " << c.session_max_age_s
+      << " s in all (expires_at), when it runs out of memory, or with session_close; at most "
+      << c.max_sessions << " are open at once.";
+  }
   return d.str();
 }
 
@@ -154,6 +197,12 @@ json ExecTool::Definition() const {
                                 std::to_string(config_.default_timeout_s) + ", clamped to 1.." +
                                 std::to_string(config_.max_timeout_s) + ")"}}},
           {"stdin", {{"type", "string"}, {"description", "Text given on standard input"}}},
+          {"session",
+           {{"type", "string"},
+            {"description",
+             "Omit for a fresh sandbox, discarded after the run. \"new\": run in a new "
+             "session, whose state stays for later calls; a handle an earlier call returned: "
+             "run in that session"}}},
           {"files",
            {{"type", "array"},
             {"description",
@@ -200,7 +249,11 @@ json ExecTool::Definition() const {
                 {"reason", {{"type", {"string", "null"}}}}}},
               {"required", {"path", "size", "mime_type", "returned", "reason"}}}}}},
           {"files_not_listed", {{"type", "integer"}}},
-          {"files_walk_incomplete", {{"type", "boolean"}}}}},
+          {"files_walk_incomplete", {{"type", "boolean"}}},
+          {"session", string},
+          {"expires_at", {{"type", "string"}, {"format", "date-time"}}},
+          {"result", {{"type", {"string", "null"}}}},
+          {"session_ended", string}}},
         {"required",
          {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}}}},
       {"annotations",
@@ -218,7 +271,8 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
                        uint64_t output_bytes = 0) {
     if (metrics_) metrics_->Record(outcome, duration, output_bytes);
   };
-  auto request = ParseArguments(arguments);
+  SessionArgument session;
+  auto request = ParseArguments(arguments, session);
   if (!request.ok()) {
     record(Outcome::kInvalid, std::nullopt);
     return mcp::ToolError("invalid arguments: " + request.error().message);
@@ -226,6 +280,11 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   if (auto valid = ValidateRequest(config_, *request); !valid.ok()) {
     record(Outcome::kInvalid, std::nullopt);
     return mcp::ToolError("invalid arguments: " + valid.error().message);
+  }
+  if (session.present && !sessions_) {
+    record(Outcome::kInvalid, std::nullopt);
+    return mcp::ToolError("sessions are off on this server (MCP_EXEC_MAX_SESSIONS=0): call exec "
+                          "without session");
   }
   json meta = {{"session", context.session_id}, {"request_id", context.request_id}};
   if (Cancelled(context.cancel_fd)) {
@@ -254,6 +313,8 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
       }
     };
   }
+  if (session.present) return CallInSession(session.open ? "" : session.handle, *request, hooks,
+                                            context, started, meta);
   auto result = Execute(*engine_, config_, *request, hooks);
   const auto duration = std::chrono::steady_clock::now() - started;
   if (!result.ok()) {
@@ -277,6 +338,58 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   log::Info("exec", meta);
   if (result->cancelled) return mcp::ToolError("cancelled");
   return ToolResult(config_, *result);
+}
+
+json ExecTool::CallInSession(const std::string& handle, const ExecRequest& request,
+                             const sandbox::RunHooks& hooks, const mcp::ToolCallContext& context,
+                             std::chrono::steady_clock::time_point started, json meta) {
+  auto refuse = [&](Outcome outcome, const Error& error) {
+    if (metrics_) metrics_->Record(outcome, std::chrono::steady_clock::now() - started, 0);
+    meta["error"] = error.message;
+    log::Info("exec in a session refused", meta);
+    return mcp::ToolError(error.message);
+  };
+  std::string name = handle;
+  if (name.empty()) {
+    auto opened = sessions_->Open(context.caller);
+    if (!opened.ok()) {
+      return refuse(opened.error().code == ErrorCode::kResourceExhausted ? Outcome::kInvalid
+                                                                         : Outcome::kSetupError,
+                    opened.error());
+    }
+    name = opened->handle;
+  }
+  auto call = sessions_->Call(context.caller, name,
+                              sandbox::Program{request.code, request.stdin_data, request.files},
+                              LimitsFor(config_, request), hooks);
+  const auto duration = std::chrono::steady_clock::now() - started;
+  if (!call.ok()) {
+    const ErrorCode code = call.error().code;
+    const bool callers = code == ErrorCode::kNotFound || code == ErrorCode::kFailedPrecondition ||
+                         code == ErrorCode::kUnavailable || code == ErrorCode::kInvalidArgument;
+    return refuse(callers ? Outcome::kInvalid : Outcome::kSetupError, call.error());
+  }
+  const sandbox::RunResult& run = call->result.run;
+  const uint64_t output_bytes = run.stdout_data.size() + run.stderr_data.size();
+  if (metrics_) metrics_->Record(ClassifyRun(run), duration, run.cancelled ? 0 : output_bytes);
+  meta.update({{"in_session", true},
+               {"opened", handle.empty()},
+               {"exit_code", run.exit_code},
+               {"duration_ms", run.duration.count()},
+               {"output_bytes", output_bytes},
+               {"truncated", run.truncated},
+               {"timed_out", run.timed_out},
+               {"cancelled", run.cancelled},
+               {"oom_killed", run.oom_killed},
+               {"limits_backend", run.limits_backend}});
+  if (call->ended) meta["session_ended"] = *call->ended;
+  log::Info("exec", meta);
+  if (run.cancelled) return mcp::ToolError("cancelled");
+  json fields = {{"session", name},
+                 {"expires_at", IsoTime(call->session.expires_at)},
+                 {"result", call->result.value ? json(RepairUtf8(*call->result.value)) : json()}};
+  if (call->ended) fields["session_ended"] = *call->ended;
+  return ToolResult(config_, run, fields);
 }
 
 }  // namespace mcpexec::exec

@@ -34,6 +34,7 @@ struct Baseline {
       if (value) *value = *value > base ? *value - base : 0;
     };
     less(usage.memory_peak_bytes, memory_bytes);
+    less(usage.memory_current_bytes, memory_bytes);
     less(usage.cpu_time_ms, cpu_ms);
     return usage;
   }

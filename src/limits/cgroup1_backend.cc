@@ -65,8 +65,7 @@ class Cgroup1Run final : public RunCgroup {
     return {};
   }
 
-  Result<Usage> Finish() override {
-    finished_ = true;
+  Usage Read() const override {
     Usage usage;
     if (auto control = ReadCgroupFile(dirs_.memory, "memory.oom_control"); control.ok()) {
       usage.oom_killed = FlatKeyValue(*control, "oom_kill").value_or(0) > 0;
@@ -74,11 +73,20 @@ class Cgroup1Run final : public RunCgroup {
     if (auto peak = ReadCgroupFile(dirs_.memory, "memory.max_usage_in_bytes"); peak.ok()) {
       usage.memory_peak_bytes = std::strtoull(peak->c_str(), nullptr, 10);
     }
+    if (auto now = ReadCgroupFile(dirs_.memory, "memory.usage_in_bytes"); now.ok()) {
+      usage.memory_current_bytes = std::strtoull(now->c_str(), nullptr, 10);
+    }
     if (auto ns = ReadCgroupFile(dirs_.cpuacct, "cpuacct.usage"); ns.ok()) {
       usage.cpu_time_ms = std::strtoull(ns->c_str(), nullptr, 10) / 1'000'000;
     }
-    MCPEXEC_RETURN_IF_ERROR(RemoveAll());
     return baseline_.Without(usage);
+  }
+
+  Result<Usage> Finish() override {
+    finished_ = true;
+    const Usage usage = Read();
+    MCPEXEC_RETURN_IF_ERROR(RemoveAll());
+    return usage;
   }
 
  private:

@@ -52,27 +52,33 @@ class Cgroup2Run final : public RunCgroup {
     return {};
   }
 
-  Result<Usage> Finish() override {
-    finished_ = true;
+  Usage Read() const override {
     Usage usage;
     if (auto events = ReadCgroupFile(dir_, "memory.events"); events.ok()) {
       usage.oom_killed = FlatKeyValue(*events, "oom_kill").value_or(0) > 0;
     }
-    if (peak_.Valid()) {
-      char text[32] = {};
-      if (pread(peak_.Get(), text, sizeof text - 1, 0) > 0) {
-        usage.memory_peak_bytes = std::strtoull(text, nullptr, 10);
-      }
-      peak_.Reset();
+    char text[32] = {};
+    if (peak_.Valid() && pread(peak_.Get(), text, sizeof text - 1, 0) > 0) {
+      usage.memory_peak_bytes = std::strtoull(text, nullptr, 10);
     } else if (auto peak = ReadCgroupFile(dir_, "memory.peak"); peak.ok()) {
       usage.memory_peak_bytes = std::strtoull(peak->c_str(), nullptr, 10);
+    }
+    if (auto now = ReadCgroupFile(dir_, "memory.current"); now.ok()) {
+      usage.memory_current_bytes = std::strtoull(now->c_str(), nullptr, 10);
     }
     if (auto stat = ReadCgroupFile(dir_, "cpu.stat"); stat.ok()) {
       if (auto usec = FlatKeyValue(*stat, "usage_usec")) usage.cpu_time_ms = *usec / 1000;
     }
+    return baseline_.Without(usage);
+  }
+
+  Result<Usage> Finish() override {
+    finished_ = true;
+    const Usage usage = Read();
+    peak_.Reset();
     fd_.Reset();
     MCPEXEC_RETURN_IF_ERROR(RemoveCgroupDir(dir_, true));
-    return baseline_.Without(usage);
+    return usage;
   }
 
  private:

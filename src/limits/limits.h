@@ -42,6 +42,7 @@ struct Usage {
   bool oom_killed = false;
   std::optional<uint64_t> memory_peak_bytes;
   std::optional<uint64_t> cpu_time_ms;
+  std::optional<uint64_t> memory_current_bytes;  // what it holds now (Read; a session's)
 };
 
 struct RlimitSetting {
@@ -65,6 +66,8 @@ class RunCgroup {
   // count against the program, and takes what it holds out of the accounting Finish() reads.
   // Call before the program starts.
   virtual Result<void> ExcludeCurrentUsage() = 0;
+  // The run's accounting so far, while it runs (a session between calls). Thread-safe.
+  virtual Usage Read() const = 0;
   // Reads the run's accounting, then kills what is left and removes the cgroup. Call after the
   // sandbox's init has been reaped.
   virtual Result<Usage> Finish() = 0;

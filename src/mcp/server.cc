@@ -37,8 +37,8 @@ struct Session::InFlight {
 Server::Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool)
     : info_(std::move(info)), tools_(std::move(tools)), pool_(pool) {}
 
-std::shared_ptr<Session> Server::NewSession(std::string id) {
-  return std::make_shared<Session>(*this, std::move(id));
+std::shared_ptr<Session> Server::NewSession(std::string id, std::string shared_caller) {
+  return std::make_shared<Session>(*this, std::move(id), std::move(shared_caller));
 }
 
 Tool* Server::FindTool(std::string_view name) const {
@@ -48,9 +48,27 @@ Tool* Server::FindTool(std::string_view name) const {
   return nullptr;
 }
 
-Session::Session(Server& server, std::string id) : server_(server), id_(std::move(id)) {}
+namespace {
 
-Session::~Session() { Close(); }
+// A caller of its own for each session that does not share one.
+std::string NextCaller() {
+  static std::atomic<uint64_t> next{0};
+  return "session#" + std::to_string(++next);
+}
+
+}  // namespace
+
+Session::Session(Server& server, std::string id, std::string shared_caller)
+    : server_(server),
+      id_(std::move(id)),
+      caller_(shared_caller.empty() ? NextCaller() : shared_caller),
+      own_caller_(shared_caller.empty()) {}
+
+// Not Close(): a session a call's worker releases last may outlive the server's tools.
+Session::~Session() {
+  closed_ = true;
+  CancelAll();
+}
 
 std::string Session::ProtocolVersion() const {
   std::lock_guard lock(mu_);
@@ -297,6 +315,7 @@ Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<Messa
 
   ToolCallContext context;
   context.session_id = id_;
+  context.caller = caller_;
   context.request_id = key;
   context.cancel_fd = flight->cancel.Get();
   const json token = params.contains("_meta") && params["_meta"].is_object()
@@ -371,7 +390,13 @@ void Session::Cancel(const jsonrpc::Id& request_id) {
 }
 
 void Session::Close() {
-  closed_ = true;
+  if (!closed_.exchange(true) && own_caller_) {
+    for (const auto& tool : server_.Tools()) tool->CallerGone(caller_);
+  }
+  CancelAll();
+}
+
+void Session::CancelAll() {
   std::vector<json> ids;
   {
     std::lock_guard lock(mu_);

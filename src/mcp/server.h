@@ -40,8 +40,9 @@ class Server {
   Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool);
 
   // A session for one client connection (stdio) or one Mcp-Session-Id (HTTP). `id` appears in
-  // logs; it is not interpreted.
-  std::shared_ptr<Session> NewSession(std::string id);
+  // logs; it is not interpreted. Its calls' caller (ToolCallContext::caller) is `shared_caller`
+  // when given (the stateless HTTP requests, one session each, are one caller), else its own.
+  std::shared_ptr<Session> NewSession(std::string id, std::string shared_caller = "");
 
   const ServerInfo& Info() const { return info_; }
   Tool* FindTool(std::string_view name) const;
@@ -62,7 +63,7 @@ enum class Handled {
 // One client's conversation. Thread-safe; Handle() may be called concurrently.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Server& server, std::string id);
+  Session(Server& server, std::string id, std::string shared_caller = "");
   ~Session();
 
   // Handles one incoming message (the text of one JSON-RPC message). Replies to a request, and
@@ -108,9 +109,12 @@ class Session : public std::enable_shared_from_this<Session> {
   Handled CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink,
                    const CallEra& era);
   void HandleNotification(const jsonrpc::Notification& notification);
+  void CancelAll();  // every call still running
 
   Server& server_;
   const std::string id_;
+  const std::string caller_;
+  const bool own_caller_;  // the caller is this session alone: it is gone when the session closes
   std::atomic<bool> initialized_{false};
   std::atomic<bool> closed_{false};
   // The least severe LogLevel the client wants, as an int; -1 before logging/setLevel.

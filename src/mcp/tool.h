@@ -13,6 +13,10 @@ namespace mcpexec::mcp {
 // What a running call may use. Lives as long as the call.
 struct ToolCallContext {
   std::string session_id;
+  // Who calls, for what a tool keeps per caller (the exec tool's sessions): one stdio
+  // connection, one HTTP protocol session (Mcp-Session-Id, or an SSE stream's), or every
+  // stateless HTTP request with the server's credential. Never empty in a server.
+  std::string caller;
   std::string request_id;  // the JSON-RPC id, serialized: for logs
   // Becomes readable when the client cancels the call (notifications/cancelled) or goes away.
   int cancel_fd = -1;
@@ -34,6 +38,9 @@ class Tool {
   // Runs the call and returns a CallToolResult. Invalid arguments and failures to run are
   // results with isError: true, never exceptions. Called on a worker thread; may block.
   virtual nlohmann::json Call(const nlohmann::json& arguments, const ToolCallContext& context) = 0;
+  // The caller (ToolCallContext::caller) is gone for good: its connection closed or its
+  // protocol session ended. What the tool keeps for it can go.
+  virtual void CallerGone(const std::string& /*caller*/) {}
 };
 
 // A CallToolResult with isError: true and `message` as its text.

@@ -20,4 +20,22 @@ std::string SignalName(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "SIG" + std::to_string(sig);
 }
 
+const char* SessionEndName(SessionEnd end) {
+  switch (end) {
+    case SessionEnd::kNone:
+      return "open";
+    case SessionEnd::kTimeout:
+      return "timeout";
+    case SessionEnd::kCancelled:
+      return "cancelled";
+    case SessionEnd::kOutOfMemory:
+      return "out of memory";
+    case SessionEnd::kExited:
+      return "the interpreter exited";
+    case SessionEnd::kKilled:
+      return "killed";
+  }
+  return "killed";
+}
+
 }  // namespace mcpexec::sandbox

@@ -70,6 +70,26 @@ struct RunResult {
   bool warm = false;
 };
 
+// Why a session (Sandbox::StartSession) is over; kNone while it lasts.
+enum class SessionEnd {
+  kNone,
+  kTimeout,      // a call ran past its deadline and did not stop when interrupted
+  kCancelled,    // a cancelled call did not stop when interrupted
+  kOutOfMemory,  // the OOM killer ended its interpreter
+  kExited,       // its interpreter exited (os._exit, a fatal signal of its own)
+  kKilled,       // killed from outside, or ended by its owner
+};
+
+// "timeout", "cancelled", "out of memory", "the interpreter exited", "killed".
+const char* SessionEndName(SessionEnd end);
+
+// One call of a session.
+struct CallResult {
+  RunResult run;  // exit_code: 0, 1 for an uncaught exception, or sys.exit's code
+  std::optional<std::string> value;  // repr() of a last expression that is not None, cut short
+  SessionEnd ended = SessionEnd::kNone;  // the call ended the session
+};
+
 // Fills exit_code and signal from a wait(2) status.
 void ApplyWaitStatus(int wait_status, RunResult& result);
 

@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "limits/limits.h"
 #include "sandbox/child_process.h"
 #include "sandbox/plan.h"
 #include "sandbox/run_result.h"
@@ -49,6 +51,27 @@ class Sandbox {
   // True while it waits for its program: not run yet, and nothing in it has ended.
   bool Waiting() const;
 
+  // Sessions (docs/sessions.md): a warm sandbox whose interpreter runs one call after another
+  // in one namespace, instead of one program. Turns a warm sandbox that is waiting into one;
+  // Run() is refused from then on.
+  Result<void> StartSession();
+  // Runs `program` (its code, stdin and input files; files already in the workspace are an
+  // error, as in a run) in the session's interpreter and returns when the call ends. At the
+  // deadline, or on cancellation, the interpreter gets SIGINT (KeyboardInterrupt); one that
+  // has not answered `grace` later is killed, which ends the session (CallResult::ended). The
+  // outputs are the files under /tmp/outputs the call changed. An Error when the session is
+  // over or the call could not be started. One call at a time.
+  Result<CallResult> Call(const Program& program, const RunLimits& limits, const RunHooks& hooks,
+                          std::chrono::milliseconds grace);
+  // True while the session's interpreter is alive.
+  bool SessionAlive() const;
+  // What the session holds and has used since it started (the preloads excluded); empty
+  // fields when unknown.
+  limits::Usage SessionUsage() const;
+  // A pidfd of init, its own descriptor: another thread ends the sandbox through it (SIGKILL)
+  // while a call runs. Invalid when it cannot be had.
+  UniqueFd DupInitPidfd() const;
+
   // Host pid of the sandbox's init (PID 1 inside).
   // (Its cgroup, when the limits backend uses cgroups, was entered before it ran any code.)
   pid_t InitPid() const { return init_.Pid(); }
@@ -77,6 +100,11 @@ class Sandbox {
   UniqueFd stdin_;
   UniqueFd stdout_;
   UniqueFd stderr_;
+  // A session: a pidfd of its interpreter (SIGINT), and how it ended.
+  UniqueFd interpreter_;
+  bool session_ = false;
+  SessionEnd session_end_ = SessionEnd::kNone;
+  std::set<FileStamp> known_;  // the outputs the last call knew (ChangedSince)
 };
 
 }  // namespace mcpexec::sandbox

@@ -4,15 +4,21 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <functional>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <string_view>
 
 #include "base/sys.h"
 #include "sandbox/output.h"
+#include "sandbox/child/rights_message.h"
 #include "sandbox/progress_schedule.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/setup_error.h"
@@ -96,6 +102,7 @@ int MillisUntil(Clock::time_point t) {
 
 // How a run ended, as the loop saw it first.
 enum class RunEnd {
+  kCallDone,     // a session's interpreter answered "D": the call is over, the session lasts
   kExited,       // init reported the program's wait status
   kTimedOut,     // killed at the deadline
   kCancelled,    // killed through RunHooks::cancel_fd
@@ -103,15 +110,31 @@ enum class RunEnd {
   kInitLost,     // init was reaped without a report: killed from outside, or by the OOM killer
 };
 
+// A session's call: the interpreter outlives it, so the loop ends at its "D" answer, and the
+// deadline and a cancellation interrupt it (SIGINT) before they kill it.
+struct CallChannel {
+  int control = -1;      // the start socket
+  int interpreter = -1;  // a pidfd of the interpreter
+  std::chrono::milliseconds grace{0};  // from SIGINT to SIGKILL
+  std::string done;      // the "D" answer, without the "D"
+  std::optional<RunEnd> interrupted;  // why SIGINT was sent: kTimedOut or kCancelled
+};
+
+// The largest "D" answer read: its fixed part and the value, which the agent cuts at 16,000
+// characters (up to 4 bytes each in UTF-8).
+constexpr size_t kMaxCallAnswer = 5 + 64 * 1024;
+
 // One run from the start byte to the last output: pumps stdin, drains stdout and stderr into
 // the capped result (or discards them past the cap), reads init's reports, and kills the
 // sandbox at the deadline or on cancellation. Init's death ends every process of the run (it
-// is PID 1), so the loop lasts until init is reaped and the pipes are closed.
+// is PID 1), so the loop lasts until init is reaped and the pipes are closed. A session's call
+// (`call` set) ends at the interpreter's answer instead, once the pipes hold nothing more.
 class RunLoop {
  public:
   RunLoop(ChildProcess& init, UniqueFd& report, UniqueFd& out, UniqueFd& err, Outgoing input,
-          const RunLimits& limits, const RunHooks& hooks)
-      : init_(init),
+          const RunLimits& limits, const RunHooks& hooks, CallChannel* call = nullptr)
+      : call_(call),
+        init_(init),
         report_(report),
         stdout_(out),
         stderr_(err),
@@ -125,8 +148,14 @@ class RunLoop {
   Result<RunEnd> Run() {
     input_.Pump();
     while (!init_.Reaped() || stdout_.Valid() || stderr_.Valid() || report_.Valid()) {
+      if (end_ == RunEnd::kCallDone) {
+        // Everything the call wrote is in the pipes: the agent flushed before it answered.
+        MCPEXEC_RETURN_IF_ERROR(DrainToEmpty());
+        return *end_;
+      }
       const Clock::time_point now = Clock::now();
-      if (!end_ && now >= deadline_) Kill(RunEnd::kTimedOut, now);
+      if (!end_ && now >= deadline_) Expire(RunEnd::kTimedOut, now);
+      if (!end_ && call_ && call_->interrupted && now >= kill_at_) Kill(*call_->interrupted, now);
       if (hooks_.on_progress && !end_ && progress_.Due(now)) {
         hooks_.on_progress(std::chrono::duration_cast<std::chrono::milliseconds>(now - start_),
                            output_.Held());
@@ -160,9 +189,56 @@ class RunLoop {
     init_.Kill();  // init is PID 1: its death kills every process in the namespace
     End(why, at);
   }
+  // A run is killed; a session's call is interrupted first, and killed `grace` later.
+  void Expire(RunEnd why, Clock::time_point at) {
+    if (!call_) return Kill(why, at);
+    if (call_->interrupted) return;
+    call_->interrupted = why;
+    kill_at_ = at + call_->grace;
+    if (syscall(SYS_pidfd_send_signal, call_->interpreter, SIGINT, nullptr, 0) != 0) {
+      Kill(why, at);
+    }
+  }
+
+  // After the answer: what the pipes hold now, then no more (a process the call left running
+  // may hold them open).
+  Result<void> DrainToEmpty() {
+    for (UniqueFd* fd : {&stdout_, &stderr_}) {
+      const Stream stream = fd == &stdout_ ? Stream::kStdout : Stream::kStderr;
+      // Bounded: a process left writing could keep the pipe from ever being empty.
+      for (int round = 0; fd->Valid() && round < 64; ++round) {
+        const DrainEnd end = output_.Truncated() ? DiscardPipe(fd->Get(), NullFd())
+                                                 : DrainPipe(fd->Get(), stream, output_);
+        if (end == DrainEnd::kMore) continue;
+        if (end == DrainEnd::kCapped) continue;  // discarded from now on
+        fd->Reset();
+      }
+      fd->Reset();
+    }
+    return Ok();
+  }
+  int NullFd() {
+    if (!null_fd_.Valid()) null_fd_.Reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
+    return null_fd_.Get();
+  }
+
+  // The interpreter's answer to a call; its end of file means it is gone (init reports why).
+  void ReadAnswer() {
+    std::string answer(kMaxCallAnswer, '\0');
+    const ssize_t got = recv(call_->control, answer.data(), answer.size(), MSG_DONTWAIT);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (got <= 0) {
+      control_closed_ = true;
+      return;
+    }
+    if (got >= 6 && answer[0] == kSessionDone) {
+      call_->done = answer.substr(1, static_cast<size_t>(got) - 1);
+      End(RunEnd::kCallDone, Clock::now());
+    }
+  }
 
   Result<void> Step(Clock::time_point now) {
-    pollfd pfds[6];
+    pollfd pfds[7];
     nfds_t n = 0;
     auto watch = [&](int fd, short events) {
       if (fd >= 0) pfds[n++] = pollfd{fd, events, 0};
@@ -177,8 +253,10 @@ class RunLoop {
     watch(report_.Get(), POLLIN);
     watch(input_.fd.Get(), POLLOUT);
     if (!init_.Reaped()) watch(init_.PidFd(), POLLIN);
-    if (!end_) watch(hooks_.cancel_fd, POLLIN);
+    if (!end_ && !(call_ && call_->interrupted)) watch(hooks_.cancel_fd, POLLIN);
+    if (!end_ && call_ && !control_closed_) watch(call_->control, POLLIN);
     Clock::time_point wake = deadline_;
+    if (call_ && call_->interrupted) wake = kill_at_;
     if (hooks_.on_progress && !end_) wake = std::min(wake, progress_.Next());
     if (discarding && (stdout_.Valid() || stderr_.Valid())) wake = std::min(wake, next_discard_);
     const int timeout_ms = drain_until_ ? MillisUntil(*drain_until_)
@@ -195,7 +273,9 @@ class RunLoop {
       if (pfds[i].fd == report_.Get()) {
         ReadReport();
       } else if (pfds[i].fd == hooks_.cancel_fd) {
-        Kill(RunEnd::kCancelled, Clock::now());
+        Expire(RunEnd::kCancelled, Clock::now());
+      } else if (call_ && pfds[i].fd == call_->control) {
+        ReadAnswer();
       } else if (pfds[i].fd == init_.PidFd()) {
         MCPEXEC_RETURN_IF_ERROR(init_.Wait());
         // Its last report is already in the socket: read it before deciding why it ended.
@@ -259,6 +339,9 @@ class RunLoop {
     }
   }
 
+  CallChannel* const call_;
+  Clock::time_point kill_at_;  // a session's call once interrupted: when it is killed
+  bool control_closed_ = false;
   ChildProcess& init_;
   UniqueFd& report_;
   UniqueFd& stdout_;
@@ -288,7 +371,7 @@ bool Sandbox::Waiting() const {
 
 Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
                                const RunHooks& hooks) {
-  if (!report_.Valid() || !plan_) {
+  if (!report_.Valid() || !plan_ || session_) {
     return MakeError(ErrorCode::kInvalidArgument, "this sandbox has already run");
   }
   // A warm interpreter that died while it waited must not have its end reported as the
@@ -355,6 +438,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
       result.cancelled = true;
       result.exit_code = -1;
       return result;
+    case RunEnd::kCallDone:  // a session's only
     case RunEnd::kStartFailed:
     case RunEnd::kInitLost:
       break;
@@ -373,6 +457,232 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
                        (died.signal ? "killed by " + SignalName(*died.signal)
                                     : "exit status " + std::to_string(died.exit_code)) +
                        "), killed from outside the sandbox or by the OOM killer");
+}
+
+namespace {
+
+// The one child of a session's init: its interpreter (a cold init's PID 2, or the process a
+// zygote's run init forked), as a pidfd. The kernel's list of init's children, read again once
+// the pidfd is open, so that a pid reused in between is never signalled.
+Result<UniqueFd> InterpreterOf(pid_t init) {
+  const std::string children =
+      "/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children";
+  auto read_children = [&]() -> Result<std::string> { return ReadFile(children); };
+  MCPEXEC_ASSIGN_OR_RETURN(const std::string before, read_children());
+  char* end = nullptr;
+  const long pid = std::strtol(before.c_str(), &end, 10);
+  if (pid <= 0 || end == before.c_str()) {
+    return MakeError(ErrorCode::kUnavailable, "the warm sandbox has no interpreter");
+  }
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
+  if (!pidfd.Valid()) return Errno(ErrorCode::kUnavailable, "pidfd_open(interpreter)");
+  MCPEXEC_ASSIGN_OR_RETURN(const std::string after, read_children());
+  if (after != before) {
+    return MakeError(ErrorCode::kUnavailable, "the warm sandbox's interpreter changed");
+  }
+  return pidfd;
+}
+
+// Sends "C" with the call's four descriptors.
+Result<void> SendCall(int control, const int (&fds)[4]) {
+  const char message = kSessionCall;
+  iovec iov{const_cast<char*>(&message), 1};
+  alignas(cmsghdr) char buffer[CMSG_SPACE(sizeof fds)] = {};
+  msghdr msg;
+  PrepareRightsMessage(msg, iov, buffer, sizeof buffer, fds, 4);
+  for (;;) {
+    if (sendmsg(control, &msg, MSG_NOSIGNAL) == 1) return Ok();
+    if (errno == EINTR) continue;
+    if (errno == EPIPE || errno == ECONNRESET) {
+      return MakeError(ErrorCode::kUnavailable, "the session's interpreter has ended");
+    }
+    return Errno(ErrorCode::kInternal, "sendmsg(session)");
+  }
+}
+
+// The call's code in a sealed memfd: the interpreter reads it and cannot change or grow it.
+Result<UniqueFd> CodeFile(std::string_view code) {
+  UniqueFd fd(memfd_create("mcp-exec-call", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd.Valid()) return Errno(ErrorCode::kInternal, "memfd_create(call)");
+  MCPEXEC_RETURN_IF_ERROR(WriteAll(fd.Get(), code));
+  if (lseek(fd.Get(), 0, SEEK_SET) != 0 ||
+      fcntl(fd.Get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    return Errno(ErrorCode::kInternal, "seal the call's code");
+  }
+  return fd;
+}
+
+timespec CoarseNow() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return now;
+}
+
+// The rlimit backend has no cgroup to read: the interpreter's own CPU time and peak resident
+// size, from /proc (its children's are not counted).
+limits::Usage ProcessUsage(int pidfd) {
+  limits::Usage usage;
+  auto pid = PidOfPidfd(pidfd);
+  if (!pid.ok()) return usage;
+  const std::string dir = "/proc/" + std::to_string(*pid);
+  if (auto stat = ReadFile(dir + "/stat"); stat.ok()) {
+    const size_t paren = stat->rfind(')');
+    if (paren != std::string::npos) {
+      std::istringstream fields(stat->substr(paren + 2));
+      std::string field;
+      uint64_t ticks = 0;
+      for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14 || i == 15) ticks += std::strtoull(field.c_str(), nullptr, 10);
+      }
+      usage.cpu_time_ms = ticks * 1000 / static_cast<uint64_t>(sysconf(_SC_CLK_TCK));
+    }
+  }
+  if (auto status = ReadFile(dir + "/status"); status.ok()) {
+    auto kib = [&](const char* key) -> std::optional<uint64_t> {
+      const size_t at = status->find(key);
+      if (at == std::string::npos) return std::nullopt;
+      return std::strtoull(status->c_str() + at + strlen(key), nullptr, 10) * 1024;
+    };
+    usage.memory_peak_bytes = kib("VmHWM:");
+    usage.memory_current_bytes = kib("VmRSS:");
+  }
+  return usage;
+}
+
+}  // namespace
+
+Result<void> Sandbox::StartSession() {
+  if (!plan_ || !plan_->View().warm || session_ || !Waiting()) {
+    return MakeError(ErrorCode::kInvalidArgument, "only a warm sandbox that waits starts a session");
+  }
+  MCPEXEC_ASSIGN_OR_RETURN(interpreter_, InterpreterOf(init_.Pid()));
+  const char start = kSessionStart;
+  if (send(start_.Get(), &start, 1, MSG_NOSIGNAL) != 1) {
+    return Errno(ErrorCode::kUnavailable, "send(start socket)");
+  }
+  // Each call brings its own stdin, stdout and stderr.
+  stdin_.Reset();
+  stdout_.Reset();
+  stderr_.Reset();
+  session_ = true;
+  return Ok();
+}
+
+UniqueFd Sandbox::DupInitPidfd() const {
+  if (init_.Reaped() || init_.PidFd() < 0) return UniqueFd();
+  return UniqueFd(fcntl(init_.PidFd(), F_DUPFD_CLOEXEC, 0));
+}
+
+bool Sandbox::SessionAlive() const {
+  if (!session_ || session_end_ != SessionEnd::kNone || init_.Reaped()) return false;
+  pollfd pfd{init_.PidFd(), POLLIN, 0};
+  return poll(&pfd, 1, 0) == 0;
+}
+
+limits::Usage Sandbox::SessionUsage() const {
+  if (cgroup_) return cgroup_->Read();
+  return interpreter_.Valid() ? ProcessUsage(interpreter_.Get()) : limits::Usage{};
+}
+
+Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits,
+                                 const RunHooks& hooks, std::chrono::milliseconds grace) {
+  if (!session_) return MakeError(ErrorCode::kInvalidArgument, "not a session");
+  if (!SessionAlive()) {
+    return MakeError(ErrorCode::kUnavailable, std::string("the session has ended: ") +
+                                                  SessionEndName(session_end_ == SessionEnd::kNone
+                                                                     ? SessionEnd::kKilled
+                                                                     : session_end_));
+  }
+  ScopedSigpipeBlock no_sigpipe;
+  const SandboxSpec& spec = plan_->Spec();
+  MCPEXEC_RETURN_IF_ERROR(
+      WriteInputFiles(workspace_.Get(), program.files, spec.outside_uid, spec.outside_gid));
+  MCPEXEC_ASSIGN_OR_RETURN(UniqueFd code, CodeFile(program.code));
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe out, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+  for (const UniqueFd* fd : {&in.write, &out.read, &err.read}) {
+    MCPEXEC_RETURN_IF_ERROR(SetNonBlocking(fd->Get()));
+  }
+  const limits::Usage before = SessionUsage();
+  const timespec started = CoarseNow();
+  MCPEXEC_RETURN_IF_ERROR(
+      SendCall(start_.Get(), {code.Get(), in.read.Get(), out.write.Get(), err.write.Get()}));
+  // Only the interpreter holds these now, so that EOF means it is gone.
+  code.Reset();
+  in.read.Reset();
+  out.write.Reset();
+  err.write.Reset();
+
+  CallChannel channel;
+  channel.control = start_.Get();
+  channel.interpreter = interpreter_.Get();
+  channel.grace = grace;
+  RunLoop loop(init_, report_, out.read, err.read, Outgoing{std::move(in.write), program.stdin_data},
+               limits, hooks, &channel);
+  MCPEXEC_ASSIGN_OR_RETURN(const RunEnd end, loop.Run());
+
+  CallResult call;
+  RunResult& result = call.run;
+  const limits::Usage after = SessionUsage();
+  result.limits_backend = limits::BackendName(plan_->Limits().Kind());
+  result.warm = true;
+  result.memory_peak_bytes = after.memory_peak_bytes;
+  if (after.cpu_time_ms && before.cpu_time_ms) {
+    result.cpu_time_ms = *after.cpu_time_ms - std::min(*after.cpu_time_ms, *before.cpu_time_ms);
+  }
+  result.oom_killed = after.oom_killed && !before.oom_killed;
+  result.duration = loop.Duration();
+  result.truncated = loop.Output().Truncated();
+  result.stdout_data = loop.Output().TakeStdout();
+  result.stderr_data = loop.Output().TakeStderr();
+  if (limits.outputs.max_files > 0) {
+    ChangedSince since{started, std::move(known_), {}};
+    OutputLimits changed = limits.outputs;
+    changed.changed_since = &since;
+    MCPEXEC_ASSIGN_OR_RETURN(result.outputs, CollectOutputs(workspace_.Get(), changed));
+    known_ = std::move(since.known);
+  }
+  switch (end) {
+    case RunEnd::kCallDone: {
+      int32_t status = 0;
+      memcpy(&status, channel.done.data(), sizeof status);
+      if (channel.done[4] != 0) call.value = channel.done.substr(5);
+      result.exit_code = status;
+      if (channel.interrupted == RunEnd::kTimedOut) {
+        result.timed_out = true;
+        result.exit_code = -1;
+      } else if (channel.interrupted == RunEnd::kCancelled) {
+        result.cancelled = true;
+        result.exit_code = -1;
+      }
+      return call;
+    }
+    case RunEnd::kTimedOut:
+      result.timed_out = true;
+      result.exit_code = -1;
+      session_end_ = SessionEnd::kTimeout;
+      break;
+    case RunEnd::kCancelled:
+      result.cancelled = true;
+      result.exit_code = -1;
+      session_end_ = SessionEnd::kCancelled;
+      break;
+    case RunEnd::kExited:
+      ApplyWaitStatus(loop.ExitReport()->wait_status, result);
+      session_end_ = result.oom_killed || after.oom_killed ? SessionEnd::kOutOfMemory
+                                                           : SessionEnd::kExited;
+      break;
+    case RunEnd::kStartFailed:
+    case RunEnd::kInitLost:
+      ApplyWaitStatus(SIGKILL, result);
+      session_end_ = after.oom_killed ? SessionEnd::kOutOfMemory : SessionEnd::kKilled;
+      break;
+  }
+  if (session_end_ == SessionEnd::kOutOfMemory) result.oom_killed = true;
+  call.ended = session_end_;
+  init_.Kill();
+  return call;
 }
 
 }  // namespace mcpexec::sandbox

@@ -65,7 +65,10 @@ def _agent(ctl, modules, zygote=None):
         _zygote(ctl, zygote)
         zygote = None
     os.write(ctl, b"R")
-    if os.read(ctl, 1) != b"G":
+    go = os.read(ctl, 1)
+    if go == b"S":
+        _session(ctl, sys, os, builtins, signal)  # never returns
+    if go != b"G":
         os._exit(0)
     os.close(ctl)
 
@@ -132,6 +135,128 @@ def _agent(ctl, modules, zygote=None):
             sys.__excepthook__(_type(e), e, tb)
         finish(1, by_sigint=_isinstance(e, _KeyboardInterrupt))
     finish(0)
+
+# A session (S instead of G): one call after another in one namespace, as a notebook's kernel
+# runs cells. Each call is a "C" message on `ctl` with four descriptors: the code (a sealed
+# memfd), stdin, stdout and stderr for this call. The agent puts them at 0, 1 and 2, runs the
+# code, saves the figures left open, puts /dev/null back and answers "D" with the call's status
+# (4 bytes) and the repr of a last expression (a flag byte, then UTF-8). Everything it uses is
+# a local bound before the program's first call: the program may rebind any global or builtin.
+def _session(ctl, sys, os, builtins, signal):
+    import ast, linecache, socket, struct
+    _exec, _eval, _compile, _isinstance, _type, _open, _print, _int, _str, _repr, _len = (
+        exec, eval, compile, isinstance, type, open, print, int, str, repr, len)
+    _BaseException, _SystemExit, _KeyboardInterrupt = BaseException, SystemExit, KeyboardInterrupt
+    _Expr, _Expression, _parse, _pack = ast.Expr, ast.Expression, ast.parse, struct.pack
+    _recv_fds, _dup2, _close, _read = socket.recv_fds, os.dup2, os.close, os.read
+    _signal, _SIGINT, _SIG_IGN, _interrupt = (
+        signal.signal, signal.SIGINT, signal.SIG_IGN, signal.default_int_handler)
+    _modules, _cache, _excepthook = sys.modules, linecache.cache, sys.__excepthook__
+    encoding, errors = sys.stdin.encoding, sys.stdin.errors
+    value_limit = 16000
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, ctl)
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        _dup2(null, fd)
+    _signal(_SIGINT, _SIG_IGN)  # SIGINT interrupts a call, never the agent
+    namespace = _modules["__main__"].__dict__
+    namespace.clear()
+    namespace.update(
+        __name__="__main__", __doc__=None, __package__=None, __loader__=None, __spec__=None,
+        __annotations__={}, __builtins__=builtins)
+
+    def run(source, name):
+        # As a notebook cell: a last expression's value is the call's result.
+        text = source.decode("utf-8", "replace")
+        _cache[name] = (_len(text), None, text.splitlines(True), name)
+        tree = _parse(source, name)
+        last = None
+        if tree.body and _isinstance(tree.body[-1], _Expr):
+            last = _Expression(tree.body.pop().value)
+        _exec(_compile(tree, name, "exec", dont_inherit=True), namespace)
+        if last is not None:
+            value = _eval(_compile(last, name, "eval", dont_inherit=True), namespace)
+            if value is not None:
+                return _repr(value)[:value_limit]
+        return None
+
+    # The traceback starts at the call's code: the agent's frames and ast.parse's are dropped.
+    mine = (sys._getframe().f_code, run.__code__, _parse.__code__)
+    def report(e):
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code in mine:
+            tb = tb.tb_next
+        e = e.with_traceback(tb)
+        sys.last_type, sys.last_value, sys.last_traceback = _type(e), e, tb
+        try:
+            sys.excepthook(_type(e), e, tb)
+        except _BaseException:
+            _excepthook(_type(e), e, tb)
+
+    number = 0
+    while True:
+        message, fds, _, _ = _recv_fds(control, 16, 4)
+        if message != b"C" or _len(fds) != 4:
+            for fd in fds:
+                _close(fd)
+            if message:
+                continue
+            os._exit(0)  # the supervisor is gone
+        number += 1
+        chunks = []
+        while True:
+            chunk = _read(fds[0], 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        source = b"".join(chunks)
+        for fd, to in zip(fds[1:], (0, 1, 2)):
+            _dup2(fd, to)
+        for fd in fds:
+            _close(fd)
+        try:
+            sys.stdin = _open(0, "r", encoding=encoding, errors=errors, closefd=False)
+        except _BaseException:
+            pass
+        status, value = 0, None
+        try:
+            try:
+                _signal(_SIGINT, _interrupt)
+                value = run(source, "<exec-%d>" % number)
+            except _SystemExit as e:
+                code = e.code
+                if code is None:
+                    status = 0
+                elif _isinstance(code, _int):
+                    status = code
+                else:
+                    status = 1
+                    _print(_str(code), file=sys.stderr)
+            except _BaseException as e:
+                status = 1
+                report(e)
+            finally:
+                _signal(_SIGINT, _SIG_IGN)
+        except _BaseException:  # an interrupt after the code ended, or while it was reported
+            status = 1
+        figures = _modules.get("mcp_exec_figures")
+        if figures is not None:
+            try:
+                figures.show()
+            except _BaseException as e:
+                _print("mcp_exec_figures: %s: %s" % (_type(e).__name__, e), file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except _BaseException:
+                pass
+        for fd in (0, 1, 2):
+            _dup2(null, fd)
+        # The status as a process's: sys.exit(-1) is 255.
+        payload = _pack("=iB", status & 0xFF, value is not None)
+        if value is not None:
+            payload += value.encode("utf-8", "replace")
+        control.send(b"D" + payload)
 
 # The zygote (a zygote plan): forks one sandbox per "F" message on `ctl`, which carries the run's
 # stdin, stdout, stderr, report and start descriptors (docs/engine.md has the protocol). It never

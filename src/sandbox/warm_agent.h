@@ -49,5 +49,11 @@ inline constexpr char kZygoteFork = 'F';
 inline constexpr char kZygoteForked = 'P';
 inline constexpr char kZygoteMoved = 'M';
 inline constexpr char kZygoteInit = 'I';
+// A session's messages on the start socket: "S" instead of "G" (supervisor), then per call "C"
+// with four descriptors (code, stdin, stdout, stderr; supervisor) and "D" with the call's status
+// and value (agent).
+inline constexpr char kSessionStart = 'S';
+inline constexpr char kSessionCall = 'C';
+inline constexpr char kSessionDone = 'D';
 
 }  // namespace mcpexec::sandbox

@@ -120,6 +120,21 @@ Result<void> WriteOne(int workspace_fd, const std::string& path, std::string_vie
   return Ok();
 }
 
+// Whether a session's call leaves the entry out: it has not changed since the call started
+// (ChangedSince). Records what it lists.
+bool Unchanged(const struct stat& st, ChangedSince* since) {
+  if (since == nullptr) return false;
+  const FileStamp stamp{st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+  const bool before = st.st_ctim.tv_sec < since->time.tv_sec ||
+                      (st.st_ctim.tv_sec == since->time.tv_sec &&
+                       st.st_ctim.tv_nsec < since->time.tv_nsec);
+  if (before) return true;
+  // Listed by an earlier call and unchanged: still known, and still not listed.
+  const bool known = since->previous.count(stamp) > 0;
+  since->known.insert(stamp);
+  return known;
+}
+
 // The walk of /tmp/outputs: one open directory per level, one directory's names at a time.
 class OutputWalk {
  public:
@@ -134,6 +149,7 @@ class OutputWalk {
       const std::string path = prefix.empty() ? name : prefix + "/" + name;
       struct stat st {};
       if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone: not ours
+      if (!S_ISDIR(st.st_mode) && Unchanged(st, limits_.changed_since)) continue;
       if (S_ISDIR(st.st_mode)) {
         if (depth + 1 > limits_.max_depth) {
           List({path, "directory", 0, OutputSkip::kTooDeep, {}});

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <sys/types.h>
+#include <time.h>
 
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +53,28 @@ struct OutputLimits {
   size_t max_listed = 256;              // entries listed in all, read or not
   size_t max_entries = 200'000;         // directory entries looked at in all
   int max_depth = 32;                   // directories below /tmp/outputs
+  // A session's call (sandbox.h): only what the call changed (ChangedSince). Null: everything.
+  struct ChangedSince* changed_since = nullptr;
+};
+
+// An entry as the collector saw it: the same stamp means the same, unchanged entry.
+struct FileStamp {
+  ino_t ino = 0;
+  int64_t ctime_sec = 0;
+  long ctime_nsec = 0;
+  auto operator<=>(const FileStamp&) const = default;
+};
+
+// What a session's call lists of /tmp/outputs: the entries whose status changed (ctime, which a
+// program cannot set) at or after `time` (CLOCK_REALTIME_COARSE, the clock file times come
+// from), so that a file comes back from the call that wrote it and not again. File times have
+// the coarse clock's resolution (a few ms), or are finer than it: an entry an earlier call
+// knew, unchanged, is skipped even when its time is not before the call's start. Directories
+// are walked whatever their time.
+struct ChangedSince {
+  timespec time{};
+  std::set<FileStamp> previous;  // what the previous call knew (its `known`)
+  std::set<FileStamp> known;     // filled: the entries at or after `time`, listed or skipped
 };
 
 // Why a listed entry was not read.

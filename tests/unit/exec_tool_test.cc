@@ -120,7 +120,7 @@ TEST_F(ExecToolTest, InvalidFilesAreToolErrorsNamingTheEntry) {
   }
   EXPECT_THAT(ErrorFor(with(full)), HasSubstr("MCP_EXEC_WORKSPACE_BYTES"));
   EXPECT_THAT(ErrorFor({{"code", "pass"}, {"file", json::array()}}),
-              HasSubstr("unknown argument 'file' (exec takes code, timeout_s, stdin, files)"));
+              HasSubstr("unknown argument 'file' (exec takes code, timeout_s, stdin, files, session)"));
 }
 
 // Found by tests/fuzz/exec_args_fuzz: arguments that are not an object made Call() throw

@@ -196,6 +196,9 @@ class FakeEngine final : public engine::Engine {
                                  const sandbox::RunHooks&) override {
     return MakeError(ErrorCode::kUnavailable, "fake");
   }
+  Result<sandbox::Sandbox> TakeWarm() override {
+    return MakeError(ErrorCode::kUnavailable, "fake");
+  }
   const sandbox::LaunchPlan& Plan() const override { std::abort(); }
   engine::EngineState State() const override { return state_; }
 

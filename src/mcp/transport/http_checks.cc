@@ -1,11 +1,12 @@
 #include "mcp/transport/http_checks.h"
 
 #include <arpa/inet.h>
-#include <sys/random.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+
+#include "base/random.h"
 
 namespace mcpexec::mcp::http {
 namespace {
@@ -282,25 +283,6 @@ bool OriginAllowed(std::string_view origin, const std::vector<std::string>& extr
   return IsLoopbackHost(host);
 }
 
-Result<std::string> NewSessionId() {
-  unsigned char bytes[16];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno(ErrorCode::kUnavailable, "getrandom");
-    }
-    got += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  id.reserve(2 * sizeof bytes);
-  for (unsigned char b : bytes) {
-    id.push_back(kHex[b >> 4]);
-    id.push_back(kHex[b & 0xF]);
-  }
-  return id;
-}
+Result<std::string> NewSessionId() { return RandomHex(16); }
 
 }  // namespace mcpexec::mcp::http

@@ -450,7 +450,9 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
   std::shared_ptr<http::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
   const jsonrpc::Id id = request->id;
-  auto session = server_.NewSession("");
+  // Stateless requests have no protocol session: what they share is the credential, which is
+  // the server's one token (or none), so they are one caller.
+  auto session = server_.NewSession("", "stateless-http");
   session->Handle(std::move(incoming), ReplySink(queue, mode));
   // An error answered at once goes out as JSON whatever the Accept, with an HTTP status that
   // says what it is (404 for an unknown method), which an event stream, 200 from its first
