@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace mcpexec::testing {
 namespace {
@@ -552,6 +554,99 @@ BackgroundRun SandboxRunner::StartCommand(const std::vector<std::string>& argv,
   // The pty master stays open until the run ends: closing it would hang up the session.
   return BackgroundRun(pid, out_fd, err_fd, pty_fd, stdin_writer, start,
                        options.sample_peak_memory);
+}
+
+InteractiveProcess SandboxRunner::StartInteractive(const std::vector<std::string>& argv,
+                                                   const LaunchOptions& options) const {
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) std::abort();
+  const int err_fd = MakeMemfd("stderr");
+  const bool switch_user = mode_ == RunMode::kUnprivileged && geteuid() == 0;
+  const Identity id{switch_user, HostSetup::Get().Uid(mode_), HostSetup::Get().Gid(mode_)};
+  const pid_t pid = Spawn(argv, options, id, in[0], out[1], err_fd, "");
+  close(in[0]);
+  close(out[1]);
+  return InteractiveProcess(pid, in[1], out[0], err_fd);
+}
+
+InteractiveProcess::InteractiveProcess(pid_t pid, int in_fd, int out_fd, int err_fd)
+    : pid_(pid), in_fd_(in_fd), out_fd_(out_fd), err_fd_(err_fd) {}
+
+InteractiveProcess::InteractiveProcess(InteractiveProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      in_fd_(std::exchange(other.in_fd_, -1)),
+      out_fd_(std::exchange(other.out_fd_, -1)),
+      err_fd_(std::exchange(other.err_fd_, -1)),
+      buffered_(std::move(other.buffered_)) {}
+
+InteractiveProcess::~InteractiveProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  for (int fd : {in_fd_, out_fd_, err_fd_}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+bool InteractiveProcess::WriteLine(const std::string& line) {
+  const std::string text = line + "\n";
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(in_fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> InteractiveProcess::ReadLine(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const size_t newline = buffered_.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = buffered_.substr(0, newline);
+      buffered_.erase(0, newline + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd pfd{out_fd_, POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return std::nullopt;
+    char chunk[65536];
+    const ssize_t n = read(out_fd_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    buffered_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+Outcome InteractiveProcess::Finish() {
+  Outcome outcome;
+  if (in_fd_ >= 0) close(in_fd_);
+  in_fd_ = -1;
+  std::string rest = std::move(buffered_);
+  for (;;) {
+    char chunk[65536];
+    const ssize_t n = read(out_fd_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    rest.append(chunk, static_cast<size_t>(n));
+  }
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  if (WIFEXITED(status)) outcome.exit_status = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) outcome.term_signal = WTERMSIG(status);
+  outcome.out = std::move(rest);
+  outcome.err = ReadAllFrom(err_fd_);
+  return outcome;
 }
 
 Outcome SandboxRunner::RunCommand(const std::vector<std::string>& argv,

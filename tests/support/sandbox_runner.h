@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,31 @@ class HostSetup {
 // suite runs once per engine (tests/meson.build); empty: run's default, cold.
 const std::string& TestEngine();
 
+// A process the test talks to through pipes on its stdin and stdout, a line at a time (a stdio
+// MCP server); its stderr is kept. Destruction SIGKILLs and reaps it if it still runs.
+class InteractiveProcess {
+ public:
+  InteractiveProcess(InteractiveProcess&& other) noexcept;
+  InteractiveProcess& operator=(InteractiveProcess&&) = delete;
+  ~InteractiveProcess();
+
+  pid_t Pid() const { return pid_; }
+  // Writes `line` and a newline; false when the process no longer reads.
+  bool WriteLine(const std::string& line);
+  // The next line of its stdout without the newline; nullopt at its end or after `timeout`.
+  std::optional<std::string> ReadLine(std::chrono::milliseconds timeout);
+  // Closes its stdin, waits for it to end, and collects its outcome (`out` is what was not read).
+  Outcome Finish();
+
+ private:
+  friend class SandboxRunner;
+  InteractiveProcess(pid_t pid, int in_fd, int out_fd, int err_fd);
+
+  pid_t pid_ = -1;
+  int in_fd_ = -1, out_fd_ = -1, err_fd_ = -1;
+  std::string buffered_;  // read from stdout past the last line returned
+};
+
 class SandboxRunner {
  public:
   explicit SandboxRunner(RunMode mode) : mode_(mode) {}
@@ -180,6 +206,9 @@ class SandboxRunner {
                              const LaunchOptions& options = {}) const;
   Outcome RunCommand(const std::vector<std::string>& argv,
                      const LaunchOptions& options = {}) const;
+  // Any command line, as this mode's user, with pipes for stdin and stdout.
+  InteractiveProcess StartInteractive(const std::vector<std::string>& argv,
+                                      const LaunchOptions& options = {}) const;
 
  private:
   std::vector<std::string> RunArgv(const std::vector<std::string>& run_args) const;

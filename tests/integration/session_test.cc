@@ -1,0 +1,272 @@
+// Sessions (docs/sessions.md) through `mcp-exec serve`, as root and as the unprivileged user:
+// state that stays across calls, the value of a last expression, per-call stdin and outputs,
+// the deadline's KeyboardInterrupt and the kill after it, memory, close and idle expiry, the
+// limit on open sessions, concurrent calls, handles of another caller or an earlier server, and
+// isolation between sessions and from one-shot runs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "support/host_processes.h"
+#include "support/loopback_http.h"
+#include "support/mcp_stdio.h"
+#include "support/sandbox_test.h"
+
+namespace mcpexec::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class SessionTest : public SandboxTest {
+ protected:
+  // A server whose preloads are none: a session made on request starts in ~50 ms.
+  McpStdioServer Serve(std::vector<std::string> env = {}) {
+    env.push_back("MCP_EXEC_PRELOAD=");
+    return McpStdioServer(runner_, std::move(env));
+  }
+};
+
+// The result of exec in `session`, which must be a result (not a tool error).
+json Exec(McpStdioServer& server, const std::string& session, const std::string& code,
+          json extra = json::object()) {
+  json args = {{"code", code}, {"session", session}};
+  args.update(extra);
+  const json result = server.Call("exec", args);
+  const json structured = Structured(result);
+  EXPECT_FALSE(structured.is_discarded()) << result.dump();
+  return structured.is_discarded() ? json::object() : structured;
+}
+
+TEST_P(SessionTest, StateStaysAcrossCallsAndALastExpressionIsTheResult) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const json opened = Exec(server, "new", "import json\nx = 41\nopen('kept.txt', 'w').write('w')");
+  ASSERT_TRUE(opened.contains("session")) << opened;
+  const std::string handle = opened["session"];
+  EXPECT_EQ(opened["result"], "1") << opened;
+  EXPECT_THAT(handle, ::testing::MatchesRegex("s[0-9a-f]{8}_[0-9a-f]{32}"));
+  EXPECT_THAT(opened.value("expires_at", ""), ::testing::MatchesRegex("20[0-9-]+T[0-9:.]+Z"));
+
+  const json next = Exec(server, handle, "x += 1\nprint('x is', x)\njson.dumps({'x': x})");
+  EXPECT_EQ(next["stdout"], "x is 42\n") << next;
+  EXPECT_EQ(next["result"], "'{\"x\": 42}'") << next;
+  EXPECT_EQ(next["exit_code"], 0);
+  EXPECT_EQ(Exec(server, handle, "open('kept.txt').read()")["result"], "'w'");
+  EXPECT_TRUE(Exec(server, handle, "y = None\ny")["result"].is_null()) << "None shows nothing";
+  const json big = Exec(server, handle, "'a' * 100000");
+  EXPECT_LE(big["result"].get<std::string>().size(), 16000u) << "the value is cut short";
+
+  const json failed = Exec(server, handle, "1/0");
+  EXPECT_EQ(failed["exit_code"], 1);
+  EXPECT_THAT(failed["stderr"].get<std::string>(), HasSubstr("ZeroDivisionError"));
+  EXPECT_THAT(failed["stderr"].get<std::string>(), ::testing::Not(HasSubstr("mcp-exec agent")))
+      << "the traceback starts at the call's code";
+  EXPECT_EQ(Exec(server, handle, "import sys\nsys.exit(3)")["exit_code"], 3);
+  EXPECT_EQ(Exec(server, handle, "x")["result"], "42") << "sys.exit ends the call, not the session";
+  EXPECT_EQ(Exec(server, handle, "input()", {{"stdin", "one\n"}})["result"], "'one'");
+  EXPECT_EQ(Exec(server, handle, "input()", {{"stdin", "two\n"}})["result"], "'two'")
+      << "each call has its own stdin";
+
+  const json list = Structured(server.Call("session_list", json::object()));
+  ASSERT_EQ(list["sessions"].size(), 1u) << list;
+  EXPECT_EQ(list["sessions"][0]["session"], handle);
+  EXPECT_GE(list["sessions"][0]["calls"].get<int>(), 9);
+  EXPECT_EQ(server.Stop().exit_status, 0);
+}
+
+TEST_P(SessionTest, AFileOrFigureComesBackFromTheCallThatMadeItOnly) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const std::string handle = Exec(server, "new", "import os")["session"];
+  const json first = Exec(server, handle, "open('outputs/a.txt', 'w').write('a')");
+  ASSERT_EQ(first["files"].size(), 1u) << first;
+  EXPECT_EQ(first["files"][0]["path"], "a.txt");
+  EXPECT_EQ(Exec(server, handle, "1")["files"].size(), 0u) << "a.txt is not returned again";
+  const json changed = Exec(server, handle,
+                            "open('outputs/a.txt', 'a').write('b')\n"
+                            "open('outputs/b.txt', 'w').write('b')");
+  EXPECT_EQ(changed["files"].size(), 2u) << "a changed file comes back: " << changed;
+  const json figure = Exec(server, handle,
+                           "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nNone");
+  ASSERT_EQ(figure["files"].size(), 1u) << figure;
+  EXPECT_EQ(figure["files"][0]["path"], "figure-1.png");
+  EXPECT_EQ(figure["files"][0]["mime_type"], "image/png");
+  EXPECT_EQ(Exec(server, handle, "len(plt.get_fignums())")["result"], "0")
+      << "a figure left open is shown once and closed";
+  EXPECT_EQ(Exec(server, handle, "2")["files"].size(), 0u);
+}
+
+TEST_P(SessionTest, TheDeadlineInterruptsACallAndTheSessionGoesOn) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const std::string handle = Exec(server, "new", "import time\nx = 1")["session"];
+  const json slow = Exec(server, handle, "time.sleep(60)", {{"timeout_s", 1}});
+  EXPECT_EQ(slow["timed_out"], true) << slow;
+  EXPECT_EQ(slow["exit_code"], -1);
+  EXPECT_THAT(slow["stderr"].get<std::string>(), HasSubstr("KeyboardInterrupt"));
+  EXPECT_FALSE(slow.contains("session_ended")) << slow;
+  EXPECT_EQ(Exec(server, handle, "x")["result"], "1") << "the session lives on";
+}
+
+TEST_P(SessionTest, ACallThatIgnoresTheInterruptIsKilledWithItsSession) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const std::string marker = NewMarker("session-timeout");
+  const std::string handle =
+      Exec(server, "new",
+           "import subprocess\nchild = subprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" +
+               marker + "'])")["session"];
+  // A fork of the shell carries its arguments until it execs sleep: one or two.
+  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+  const json stuck = Exec(server, handle,
+                          "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                          "while True: pass",
+                          {{"timeout_s", 1}});
+  EXPECT_EQ(stuck["timed_out"], true) << stuck;
+  EXPECT_EQ(stuck["session_ended"], "timeout") << stuck;
+  const auto left = WaitForNoProcesses(marker, 1s);
+  EXPECT_TRUE(left.empty()) << DescribeProcesses(left);
+  const std::string again = ToolErrorText(server.Call("exec", {{"code", "1"}, {"session", handle}}));
+  EXPECT_EQ(again, "session ended: timeout");
+  EXPECT_TRUE(Structured(server.Call("session_list", json::object()))["sessions"].empty());
+}
+
+TEST_P(SessionTest, CloseEndsTheSessionAndItsProcessesWithinOneSecond) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const std::string marker = NewMarker("session-close");
+  const std::string handle =
+      Exec(server, "new",
+           "import subprocess\nchild = subprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" +
+               marker + "'])")["session"];
+  // A fork of the shell carries its arguments until it execs sleep: one or two.
+  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+  const json closed = Structured(server.Call("session_close", {{"session", handle}}));
+  EXPECT_EQ(closed["closed"], true) << closed;
+  const auto closed_at = std::chrono::steady_clock::now();
+  const auto left = WaitForNoProcesses(marker, 1s);
+  EXPECT_TRUE(left.empty()) << DescribeProcesses(left) << " still run after 1 s";
+  EXPECT_LE(std::chrono::steady_clock::now() - closed_at, 1s);
+  EXPECT_EQ(ToolErrorText(server.Call("exec", {{"code", "1"}, {"session", handle}})),
+            "session ended: closed");
+  EXPECT_THAT(ToolErrorText(server.Call("session_close", {{"session", handle}})),
+              HasSubstr("session ended"));
+}
+
+TEST_P(SessionTest, AnIdleSessionEndsWithItsProcesses) {
+  McpStdioServer server = Serve({"MCP_EXEC_SESSION_IDLE_S=1"});
+  ASSERT_EQ(server.Problem(), "");
+  const std::string marker = NewMarker("session-idle");
+  const std::string handle =
+      Exec(server, "new",
+           "import subprocess\nchild = subprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" +
+               marker + "'])")["session"];
+  // A fork of the shell carries its arguments until it execs sleep: one or two.
+  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+  // Idle for 1 s, found by a sweep every 250 ms, gone within one second of that.
+  const auto left = WaitForNoProcesses(marker, 2500ms);
+  EXPECT_TRUE(left.empty()) << DescribeProcesses(left);
+  EXPECT_THAT(ToolErrorText(server.Call("exec", {{"code", "1"}, {"session", handle}})),
+              StartsWith("session ended: idle for 1 s"));
+}
+
+TEST_P(SessionTest, MemoryPastTheLimitEndsTheSessionWhereThereIsALimit) {
+  McpStdioServer server = Serve({"MCP_EXEC_MEMORY_MAX=64m"});
+  ASSERT_EQ(server.Problem(), "");
+  const json opened = Exec(server, "new", "x = 1");
+  const std::string handle = opened["session"];
+  if (opened["limits_backend"] == "rlimit") {
+    // No memory limit: the address-space backstop makes an allocation past it fail in Python.
+    const json big = Exec(server, handle, "b = bytearray(64 << 30)");
+    EXPECT_THAT(big["stderr"].get<std::string>(), HasSubstr("MemoryError")) << big;
+    EXPECT_EQ(Exec(server, handle, "x")["result"], "1");
+    return;
+  }
+  const json big = Exec(server, handle, "b = bytearray(512 << 20)");
+  EXPECT_EQ(big["oom_killed"], true) << big;
+  EXPECT_EQ(big["session_ended"], "out of memory") << big;
+  EXPECT_EQ(ToolErrorText(server.Call("exec", {{"code", "x"}, {"session", handle}})),
+            "session ended: out of memory");
+}
+
+TEST_P(SessionTest, OpenSessionsAreLimited) {
+  McpStdioServer server = Serve({"MCP_EXEC_MAX_SESSIONS=2"});
+  ASSERT_EQ(server.Problem(), "");
+  const std::string first = Exec(server, "new", "1")["session"];
+  Exec(server, "new", "2");
+  const std::string refused = ToolErrorText(server.Call("exec", {{"code", "3"}, {"session", "new"}}));
+  EXPECT_THAT(refused, HasSubstr("too many sessions"));
+  EXPECT_THAT(refused, HasSubstr("MCP_EXEC_MAX_SESSIONS=2"));
+  ASSERT_EQ(Structured(server.Call("session_close", {{"session", first}}))["closed"], true);
+  EXPECT_TRUE(Exec(server, "new", "4").contains("session")) << "a closed one makes room";
+}
+
+TEST_P(SessionTest, AsecondCallWhileOneRunsIsRefused) {
+  McpStdioServer server = Serve({"MCP_EXEC_MAX_CONCURRENCY=2"});
+  ASSERT_EQ(server.Problem(), "");
+  const std::string handle = Exec(server, "new", "import time\nn = 0")["session"];
+  const int slow = server.Send("exec", {{"code", "time.sleep(2)\nn += 1\nn"}, {"session", handle}});
+  std::this_thread::sleep_for(500ms);
+  const json second = server.Call("exec", {{"code", "n += 10"}, {"session", handle}});
+  EXPECT_THAT(ToolErrorText(second), StartsWith("session busy")) << second;
+  EXPECT_EQ(Structured(server.Wait(slow))["result"], "1") << "the first call is untouched";
+  EXPECT_EQ(Exec(server, handle, "n")["result"], "1") << "the refused call never ran";
+}
+
+TEST_P(SessionTest, AHandleOfAnEarlierServerOrMadeUpGetsAClearAnswer) {
+  std::string handle;
+  {
+    McpStdioServer first = Serve();
+    ASSERT_EQ(first.Problem(), "");
+    handle = Exec(first, "new", "1")["session"];
+    first.Stop();
+  }
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  EXPECT_THAT(ToolErrorText(server.Call("exec", {{"code", "1"}, {"session", handle}})),
+              AllOf(StartsWith("unknown session"), HasSubstr("does not survive a restart")));
+  EXPECT_THAT(ToolErrorText(server.Call("exec", {{"code", "1"}, {"session", "made-up"}})),
+              StartsWith("unknown session: no session of yours"));
+  EXPECT_THAT(ToolErrorText(server.Call("exec", {{"code", "1"}, {"session", 7}})),
+              HasSubstr("session must be"));
+}
+
+TEST_P(SessionTest, SessionsShareNothingWithEachOtherOrWithRuns) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const std::string a = Exec(server, "new",
+                             "secret = 'a-secret'\nopen('/tmp/a.txt', 'w').write(secret)\n"
+                             "open('/dev/shm/a', 'w').write(secret)")["session"];
+  const std::string b = Exec(server, "new", "import os")["session"];
+  const json seen = Exec(server, b,
+                         "import os, glob\n"
+                         "[globals().get('secret'), os.path.exists('/tmp/a.txt'),"
+                         " os.listdir('/dev/shm'),"
+                         " sorted(int(p) for p in os.listdir('/proc') if p.isdigit())]");
+  EXPECT_EQ(seen["result"], "[None, False, [], [1, 2]]")
+      << "only its own init and interpreter: " << seen;
+  const json run = Structured(server.Call(
+      "exec", {{"code", "import os\nprint(os.path.exists('/tmp/a.txt'), os.listdir('/dev/shm'))"}}));
+  EXPECT_EQ(run["stdout"], "False []\n") << run;
+  EXPECT_EQ(Exec(server, a, "secret")["result"], "'a-secret'");
+}
+
+TEST_P(SessionTest, SessionsAreOffWithMaxSessionsZero) {
+  McpStdioServer server = Serve({"MCP_EXEC_MAX_SESSIONS=0"});
+  ASSERT_EQ(server.Problem(), "");
+  EXPECT_THAT(ToolErrorText(server.Call("exec", {{"code", "1"}, {"session", "new"}})),
+              HasSubstr("sessions are off on this server (MCP_EXEC_MAX_SESSIONS=0)"));
+  EXPECT_TRUE(server.Call("session_list", json::object()).contains("rpc_error"))
+      << "the session tools are not there";
+}
+
+MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(SessionTest);
+
+}  // namespace
+}  // namespace mcpexec::testing
