@@ -15,6 +15,7 @@ namespace {
 
 // How long an ended session's handle still says why it ended, and how many such are kept.
 constexpr size_t kEndedKept = 256;
+constexpr auto kEndedKeptFor = std::chrono::hours(1);
 
 // The same answer for a handle that never existed and one that is another caller's.
 Error Unknown() {
@@ -247,7 +248,7 @@ void SessionStore::CloseAll(const std::string& caller) {
 std::optional<sandbox::Sandbox> SessionStore::EndLocked(Entry& entry, std::string reason) {
   if (entry.ended) return std::nullopt;
   entry.ended = std::move(reason);
-  entry.last_used = Clock::now();  // kept from now for `idle`, to say why it ended
+  entry.last_used = Clock::now();  // kept from now for kEndedKeptFor, to say why it ended
   --open_;
   log::Info("session ended", {{"reason", *entry.ended},
                               {"calls", static_cast<int64_t>(entry.calls)}});
@@ -265,7 +266,7 @@ void SessionStore::Forget(Clock::time_point now) {
   std::vector<std::pair<Clock::time_point, std::string>> ended;
   for (auto it = entries_.begin(); it != entries_.end();) {
     const Entry& e = *it->second;
-    if (e.ended && !e.busy && now - e.last_used >= options_.idle) {
+    if (e.ended && !e.busy && now - e.last_used >= kEndedKeptFor) {
       it = entries_.erase(it);
       continue;
     }

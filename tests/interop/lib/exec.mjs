@@ -11,8 +11,9 @@ import addFormats from 'ajv-formats';
 
 export const RESULT_FIELDS = ['stdout', 'stderr', 'exit_code', 'duration_ms', 'truncated', 'timed_out',
   'oom_killed', 'memory_peak_bytes', 'cpu_time_ms', 'limits_backend', 'files'];
-// Fields present only when they apply.
-const OPTIONAL_FIELDS = ['signal', 'files_not_listed', 'files_walk_incomplete'];
+// Fields present only when they apply (the last four: a call in a session).
+const OPTIONAL_FIELDS = ['signal', 'files_not_listed', 'files_walk_incomplete', 'session',
+  'expires_at', 'result', 'session_ended'];
 // Fields that vary from run to run of the same program.
 export const MEASURED_FIELDS = ['duration_ms', 'memory_peak_bytes', 'cpu_time_ms'];
 

@@ -201,7 +201,7 @@ describe('streamable http wire, stateless era (2026-07-28)', { timeout: 120000 }
     const list = await send('l', 'tools/list', {});
     assert.equal(list.status, 200);
     const tools = only(list, 'l').result;
-    assert.deepEqual(tools.tools.map((t) => t.name), ['exec']);
+    assert.deepEqual(tools.tools.map((t) => t.name), ['exec', 'session_list', 'session_close']);
     assert.equal(tools.resultType, 'complete');
     assert.equal(tools.cacheScope, 'public');
     const call = await send('c', 'tools/call', { name: 'exec', arguments: { code: 'print(6*7)' } });

@@ -95,11 +95,11 @@ for (const transport of TRANSPORTS) {
       assert.ok(ms < 500, `ping took ${ms.toFixed(0)} ms while a run was going on`);
     });
 
-    it('tools/list: exactly one tool, exec, with input and output schemas', async () => {
+    it('tools/list: exec and the session tools, with input and output schemas', async () => {
       const { tools, tool, validate: v } = await execTool(conn.client);
       assert.deepEqual(
         tools.map((t) => t.name),
-        ['exec'],
+        ['exec', 'session_list', 'session_close'],
       );
       assert.match(tool.name, /^[A-Za-z0-9_.-]{1,128}$/);
       assert.equal(typeof tool.description, 'string');

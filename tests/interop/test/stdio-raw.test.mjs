@@ -127,7 +127,7 @@ sys.stdout.write("no newline at the end")`;
     assert.equal(d.result.resultType, 'complete');
     assert.equal(d.result._meta['io.modelcontextprotocol/serverInfo'].name, 'mcp-exec');
     const list = await raw.request({ jsonrpc: '2.0', id: 'l', method: 'tools/list', params: { _meta: meta() } });
-    assert.deepEqual(list.result.tools.map((t) => t.name), ['exec']);
+    assert.deepEqual(list.result.tools.map((t) => t.name), ['exec', 'session_list', 'session_close']);
     assert.ok(Number.isInteger(list.result.ttlMs) && list.result.ttlMs >= 0, JSON.stringify(list.result.ttlMs));
     assert.equal(list.result.cacheScope, 'public');
     // Output flushed, then 0.5 s, so that it goes out while the program runs.
