@@ -48,6 +48,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
                   "comparing them; pool and zygote prepare one with MCP_EXEC_PRELOAD imported, "
                   "so they are no faster here (default " + o.engine + ")")
       ->check(CLI::IsMember(engines));
+  run->add_flag("--session", o.session,
+                "Run the program as the first call of a new session in that engine's sandbox, "
+                "as exec with session \"new\" does, and end it: for comparing them");
   AddConfigFlags(run, Command::kRun, o.config);
   run->footer(
       "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "
@@ -137,7 +140,8 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << engine.error().message << "\n";
     return kExitSetupFailed;
   }
-  auto result = exec::Execute(**engine, *config, *request);
+  auto result = options.session ? exec::ExecuteInSession(**engine, *config, *request)
+                                 : exec::Execute(**engine, *config, *request);
   if (!result.ok()) {
     std::cerr << "mcp-exec: " << result.error().message << "\n";
     return kExitSetupFailed;

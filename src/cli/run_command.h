@@ -32,6 +32,9 @@ struct RunOptions {
   // --engine: a one-shot run in the sandbox that engine gives a server's runs (MCP_EXEC_ENGINE
   // is for `serve`; `run` is cold unless told). One of RunEngineChoices().
   std::string engine = config::EngineName(config::EngineKind::kCold);
+  // --session: the program is the first call of a new session (the sandbox exec's session
+  // argument gives), which ends with the run: for the test suites, which run in it too.
+  bool session = false;
   ConfigFlags config;
 };
 

@@ -115,6 +115,18 @@ Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config&
                     LimitsFor(config, request), hooks);
 }
 
+Result<sandbox::RunResult> ExecuteInSession(engine::Engine& engine, const config::Config& config,
+                                            const ExecRequest& request) {
+  MCPEXEC_RETURN_IF_ERROR(ValidateRequest(config, request));
+  MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, engine.TakeWarm());
+  MCPEXEC_RETURN_IF_ERROR(box.StartSession());
+  MCPEXEC_ASSIGN_OR_RETURN(
+      sandbox::CallResult call,
+      box.Call(sandbox::Program{request.code, request.stdin_data, request.files},
+               LimitsFor(config, request), {}, SessionOptionsFor(config).grace));
+  return std::move(call.run);
+}
+
 nlohmann::json ResultToJson(const sandbox::RunResult& result,
                             const std::vector<FileReport>& files) {
   nlohmann::json j = {

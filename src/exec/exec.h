@@ -72,6 +72,11 @@ Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config&
                                    const ExecRequest& request,
                                    const sandbox::RunHooks& hooks = {});
 
+// Validates the request and runs it as the first call of a new session, which then ends: the
+// session's sandbox and call path, for `run --session`.
+Result<sandbox::RunResult> ExecuteInSession(engine::Engine& engine, const config::Config& config,
+                                            const ExecRequest& request);
+
 // {stdout, stderr, exit_code, duration_ms, truncated, timed_out} plus "signal" (e.g. "SIGKILL")
 // when the program died of one, the accounting: oom_killed, memory_peak_bytes and
 // cpu_time_ms (null when unknown), limits_backend, and `files` (AddFilesJson) from `files`.

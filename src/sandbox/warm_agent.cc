@@ -154,10 +154,18 @@ def _session(ctl, sys, os, builtins, signal):
     _modules, _cache, _excepthook = sys.modules, linecache.cache, sys.__excepthook__
     encoding, errors = sys.stdin.encoding, sys.stdin.errors
     value_limit = 16000
+    # The program sees this one descriptor besides 0, 1 and 2 (its processes do not inherit it).
+    os.set_inheritable(ctl, False)
     control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, ctl)
-    null = os.open("/dev/null", os.O_RDWR)
-    for fd in (0, 1, 2):
-        _dup2(null, fd)
+    _open_fd = os.open
+
+    def quiet():  # 0, 1 and 2 on /dev/null between calls
+        null = _open_fd("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            _dup2(null, fd)
+        _close(null)
+
+    quiet()
     _signal(_SIGINT, _SIG_IGN)  # SIGINT interrupts a call, never the agent
     namespace = _modules["__main__"].__dict__
     namespace.clear()
@@ -250,8 +258,7 @@ def _session(ctl, sys, os, builtins, signal):
                 stream.flush()
             except _BaseException:
                 pass
-        for fd in (0, 1, 2):
-            _dup2(null, fd)
+        quiet()
         # The status as a process's: sys.exit(-1) is 255.
         payload = _pack("=iB", status & 0xFF, value is not None)
         if value is not None:

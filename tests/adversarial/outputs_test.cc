@@ -334,6 +334,14 @@ TEST_P(Adversarial, FS_06_FilesRewrittenAfterTheProgramExitsAreCollectedWhole) {
       EXPECT_EQ(f["returned"], true) << f;
       EXPECT_EQ(f["size"], 4096) << f;
     }
+    const std::vector<HostProcess> left = FindProcesses(marker);
+    EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+    KillAll(left);
+    // A session's outputs are read while the processes a call left behind still run
+    // (docs/sessions.md): each file is read within its bounds, but not at one moment with the
+    // others. What holds there is above: every file listed and returned, none larger than it
+    // is, and the writer gone with the session.
+    if (InSession()) continue;
     std::string problem;
     const std::vector<long> versions = LiveVersions(out.Path(), &problem);
     ASSERT_EQ(problem, "");
@@ -341,9 +349,6 @@ TEST_P(Adversarial, FS_06_FilesRewrittenAfterTheProgramExitsAreCollectedWhole) {
     EXPECT_EQ(*high - *low, 15) << "the files come from different rounds: read beside the writer";
     for (size_t i = 0; i < versions.size(); ++i) EXPECT_EQ(versions[i] % 16, long(i)) << i;
     EXPECT_GE(*low, kVersions - 15);
-    const std::vector<HostProcess> left = FindProcesses(marker);
-    EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
-    KillAll(left);
   }
 }
 

@@ -493,6 +493,14 @@ const std::string& TestEngine() {
   return engine;
 }
 
+bool InSession() {
+  static const bool session = [] {
+    const char* s = std::getenv("MCP_EXEC_TEST_SESSION");
+    return s != nullptr && std::string(s) == "1";
+  }();
+  return session;
+}
+
 std::vector<std::string> SandboxRunner::RunArgv(const std::vector<std::string>& run_args) const {
   std::vector<std::string> argv = {Binary(), "run"};
   bool has_rootfs = false;
@@ -503,6 +511,7 @@ std::vector<std::string> SandboxRunner::RunArgv(const std::vector<std::string>& 
   }
   bool has_engine = false;
   for (const auto& a : run_args) has_engine |= a == "--engine" || a.rfind("--engine=", 0) == 0;
+  if (InSession()) argv.push_back("--session");
   if (!has_engine && !TestEngine().empty()) {
     argv.push_back("--engine");
     argv.push_back(TestEngine());

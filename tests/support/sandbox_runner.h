@@ -153,6 +153,10 @@ class HostSetup {
 // suite runs once per engine (tests/meson.build); empty: run's default, cold.
 const std::string& TestEngine();
 
+// MCP_EXEC_TEST_SESSION=1: every `run` is the first call of a session (`run --session`), so
+// that a suite runs in the sessions' sandbox and call path (tests/meson.build).
+bool InSession();
+
 // A process the test talks to through pipes on its stdin and stdout, a line at a time (a stdio
 // MCP server); its stderr is kept. Destruction SIGKILLs and reaps it if it still runs.
 class InteractiveProcess {

@@ -9,8 +9,10 @@ for entry in os.listdir("/proc/self/fd"):
         continue  # the descriptor listdir used, closed by now
     fds[entry] = "pipe" if target.startswith("pipe:") else target
 observe("fds", fds)
+# A session's program also holds its session's control socket (PARAMS["session_fd"]), which
+# leads only to the supervisor of this session.
 for fd in fds:
-    if int(fd) > 2:
+    if int(fd) > 2 and not (int(fd) == PARAMS.get("session_fd") and fds[fd].startswith("socket:")):
         escaped("fd %s (%s) is open" % (fd, fds[fd]))
 observe("cwd", os.getcwd())
 for fd in sorted({3, int(PARAMS.get("leaked_fd", 3))}):
