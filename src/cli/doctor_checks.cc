@@ -563,4 +563,40 @@ std::string FormatBytes(uint64_t bytes) {
   return std::to_string(bytes) + " bytes";
 }
 
+Check SessionsCheck(int max_sessions, int idle_s, int max_age_s,
+                    const std::optional<SessionTrial>& trial) {
+  Check c = NewCheck(kSessionsCheck);
+  if (max_sessions == 0) {
+    c.detail = "off (MCP_EXEC_MAX_SESSIONS=0): exec's session argument is refused";
+    return c;
+  }
+  c.detail = "up to " + std::to_string(max_sessions) + " open (MCP_EXEC_MAX_SESSIONS), each for " +
+             std::to_string(idle_s) + " s without a call (MCP_EXEC_SESSION_IDLE_S) and " +
+             std::to_string(max_age_s) + " s in all (MCP_EXEC_SESSION_MAX_AGE_S)";
+  if (!trial) {
+    c.detail += "; not tried (see the checks above)";
+    c.status = Status::kWarn;
+    return c;
+  }
+  if (!trial->opened.ok()) {
+    c.status = Status::kFail;
+    c.detail += "\na session does not work here: " + trial->opened.error().message;
+    c.fixes = {"the engine check above says what the warm sandbox lacks; MCP_EXEC_MAX_SESSIONS=0 "
+               "turns sessions off"};
+    return c;
+  }
+  if (!trial->value.ok() || *trial->value != "42") {
+    c.status = Status::kFail;
+    c.detail += "\na session's second call did not see its first: " +
+                (trial->value.ok() ? "the value was " + *trial->value : trial->value.error().message);
+    return c;
+  }
+  c.detail += "\na session opened and ran its first call in " +
+              std::to_string(trial->opened->count()) + " ms, and kept its state for the second";
+  if (trial->memory_bytes) {
+    c.detail += "; it held " + FormatBytes(*trial->memory_bytes) + " beyond its preloads";
+  }
+  return c;
+}
+
 }  // namespace mcpexec::cli::doctor

@@ -25,6 +25,7 @@ inline constexpr const char* kSeccompCheck = "seccomp";
 inline constexpr const char* kRootfsCheck = "rootfs";
 inline constexpr const char* kFiguresCheck = "figures";
 inline constexpr const char* kEngineCheck = "engine";
+inline constexpr const char* kSessionsCheck = "sessions";
 
 // kWarn: works, but weaker than it could be. Only kFail makes doctor exit non-zero.
 enum class Status { kOk, kWarn, kFail };
@@ -123,6 +124,19 @@ struct EngineTrial {
 // only when it is the configured one, or auto's for want of its preloads.
 Check EngineCheck(const std::string& engine, const std::vector<std::string>& preload,
                   const std::vector<EngineTrial>& trials);
+
+// A session opened as `exec` with session "new" opens one, with two calls in it: `x = 41`, then
+// `x + 1`, whose value must be "42".
+struct SessionTrial {
+  Result<std::chrono::milliseconds> opened;  // open and the first call, or why it failed
+  Result<std::string> value;                 // the second call's value
+  std::optional<uint64_t> memory_bytes;      // what the session held after it
+};
+
+// Check 7: sessions (MCP_EXEC_MAX_SESSIONS and the expiry settings), and whether one works here.
+// `trial` is nullopt when sessions are off or an earlier check failed (`tried` false).
+Check SessionsCheck(int max_sessions, int idle_s, int max_age_s,
+                    const std::optional<SessionTrial>& trial);
 
 // "256 MiB", "1 GiB", "1536 KiB", "100 bytes".
 std::string FormatBytes(uint64_t bytes);

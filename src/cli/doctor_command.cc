@@ -145,6 +145,51 @@ Check EngineCheckFor(const config::Config& config,
   return doctor::EngineCheck(config::EngineName(config.engine), config.preload, trials);
 }
 
+// Check 7: a session in the engine `serve` would choose, as exec with session "new" opens it.
+Check SessionsCheckFor(const config::Config& config,
+                       const Result<std::shared_ptr<limits::LimitsBackend>>& backend,
+                       bool earlier_failed) {
+  std::optional<doctor::SessionTrial> trial;
+  if (config.max_sessions > 0 && !earlier_failed && backend.ok()) {
+    trial = doctor::SessionTrial{std::chrono::milliseconds(0), std::string(), std::nullopt};
+    auto call = [&](sandbox::Sandbox& box, const char* code) -> Result<std::string> {
+      exec::ExecRequest request;
+      request.code = code;
+      MCPEXEC_ASSIGN_OR_RETURN(sandbox::CallResult result,
+                               box.Call(sandbox::Program{request.code, "", {}}, exec::LimitsFor(config, request),
+                                        {}, exec::SessionOptionsFor(config).grace));
+      if (result.run.exit_code != 0) {
+        return MakeError(ErrorCode::kInternal, "exit code " + std::to_string(result.run.exit_code) +
+                                                   ": " + result.run.stderr_data);
+      }
+      return result.value.value_or("None");
+    };
+    std::chrono::steady_clock::time_point start;
+    std::shared_ptr<engine::Engine> engine;  // outlives the session: its zygote, if any
+    auto opened = [&]() -> Result<sandbox::Sandbox> {
+      MCPEXEC_ASSIGN_OR_RETURN(auto plan, exec::PrepareSandboxes(config, *backend));
+      MCPEXEC_ASSIGN_OR_RETURN(engine,
+                               exec::StartEngine(config, std::move(plan), exec::EngineUse::kOneShot));
+      start = std::chrono::steady_clock::now();  // the engine's start is the engine check's
+      MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, engine->TakeWarm());
+      MCPEXEC_RETURN_IF_ERROR(box.StartSession());
+      return box;
+    }();
+    if (!opened.ok()) {
+      trial->opened = opened.error();
+    } else if (auto first = call(*opened, "x = 41"); !first.ok()) {
+      trial->opened = first.error();
+    } else {
+      trial->opened = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      trial->value = call(*opened, "x + 1");
+      trial->memory_bytes = opened->SessionUsage().memory_current_bytes;
+    }
+  }
+  return doctor::SessionsCheck(config.max_sessions, config.session_idle_s,
+                               config.session_max_age_s, trial);
+}
+
 }  // namespace
 
 CLI::App* AddDoctorCommand(CLI::App& app, DoctorOptions& options) {
@@ -227,6 +272,7 @@ int DoctorCommand(const std::string& default_rootfs, const DoctorOptions& option
   report(RootfsCheckFor(*config, backend, earlier_failed));
   report(FiguresCheckFor(*config));
   report(EngineCheckFor(*config, backend, doctor::ExitStatus(checks) != 0));
+  report(SessionsCheckFor(*config, backend, doctor::ExitStatus(checks) != 0));
   return doctor::ExitStatus(checks);
 }
 

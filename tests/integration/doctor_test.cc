@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 constexpr const char* kChecks[] = {"user namespaces", "cgroup limits", "seccomp", "rootfs",
-                                   "figures", "engine"};
+                                   "figures", "engine", "sessions"};
 
 // The check lines of the output, in order (fix and continuation lines start with spaces).
 std::vector<std::string> CheckLines(const std::string& out) {
@@ -98,6 +98,7 @@ TEST(DoctorCaller, EveryCheckPassesAndTheStackImports) {
   EXPECT_THAT(r.out, HasSubstr("OK   seccomp: the kernel has filters with errno and "
                                "kill_process; the built-in default profile is "));
   EXPECT_THAT(r.out, HasSubstr("OK   rootfs: " + runner.Rootfs() + ": python 3."));
+  EXPECT_THAT(Block(r.out, "sessions"), HasSubstr("kept its state for the second"));
   for (const char* module : {"numpy", "pandas", "matplotlib", "PIL", "yaml", "jinja2"}) {
     EXPECT_THAT(Block(r.out, "rootfs"), HasSubstr(std::string(", ") + module + " "));
   }

@@ -474,3 +474,35 @@ TEST(DoctorFacts, SeccompKernelIsRead) {
 
 }  // namespace
 }  // namespace mcpexec::cli::doctor
+
+TEST(DoctorSessions, SaysWhetherSessionsWorkAndTheirSettings) {
+  using mcpexec::cli::doctor::SessionTrial;
+  using mcpexec::cli::doctor::SessionsCheck;
+  using mcpexec::cli::doctor::Status;
+  const auto off = SessionsCheck(0, 600, 3600, std::nullopt);
+  EXPECT_EQ(off.status, Status::kOk);
+  EXPECT_THAT(off.detail, ::testing::HasSubstr("off (MCP_EXEC_MAX_SESSIONS=0)"));
+
+  const auto untried = SessionsCheck(8, 600, 3600, std::nullopt);
+  EXPECT_EQ(untried.status, Status::kWarn);
+  EXPECT_THAT(untried.detail, ::testing::HasSubstr("not tried"));
+
+  const auto works = SessionsCheck(
+      8, 600, 3600, SessionTrial{std::chrono::milliseconds(7), std::string("42"), 1u << 20});
+  EXPECT_EQ(works.status, Status::kOk);
+  EXPECT_THAT(works.detail, ::testing::HasSubstr("up to 8 open (MCP_EXEC_MAX_SESSIONS)"));
+  EXPECT_THAT(works.detail, ::testing::HasSubstr("in 7 ms"));
+  EXPECT_THAT(works.detail, ::testing::HasSubstr("1 MiB"));
+
+  const auto broken = SessionsCheck(
+      8, 600, 3600,
+      SessionTrial{mcpexec::MakeError(mcpexec::ErrorCode::kUnavailable, "no warm sandbox"),
+                   std::string(), std::nullopt});
+  EXPECT_EQ(broken.status, Status::kFail);
+  EXPECT_THAT(broken.detail, ::testing::HasSubstr("no warm sandbox"));
+
+  const auto forgot = SessionsCheck(
+      8, 600, 3600, SessionTrial{std::chrono::milliseconds(7), std::string("None"), std::nullopt});
+  EXPECT_EQ(forgot.status, Status::kFail);
+  EXPECT_THAT(forgot.detail, ::testing::HasSubstr("did not see its first"));
+}
