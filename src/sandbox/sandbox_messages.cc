@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/child/rights_message.h"
+
 namespace mcpexec::sandbox {
 
 Result<SandboxMessage> ReceiveMessage(int fd, std::chrono::steady_clock::time_point deadline,
@@ -63,6 +65,23 @@ Result<std::optional<ChildReport>> ReadReport(int fd,
   }
   memcpy(&report, message.data.data(), sizeof report);
   return std::optional<ChildReport>(report);
+}
+
+Result<void> SendWithDescriptors(int fd, char message, std::span<const int> fds,
+                                 const char* gone) {
+  constexpr size_t kMost = 8;
+  if (fds.size() > kMost) return MakeError(ErrorCode::kInternal, "too many descriptors to send");
+  iovec iov{&message, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(kMost * sizeof(int))] = {};
+  msghdr msg;
+  PrepareRightsMessage(msg, iov, control, CMSG_SPACE(fds.size() * sizeof(int)), fds.data(),
+                       fds.size());
+  for (;;) {
+    if (sendmsg(fd, &msg, MSG_NOSIGNAL) == 1) return Ok();
+    if (errno == EINTR) continue;
+    if (errno == EPIPE || errno == ECONNRESET) return MakeError(ErrorCode::kUnavailable, gone);
+    return Errno(ErrorCode::kInternal, "sendmsg(start socket)");
+  }
 }
 
 }  // namespace mcpexec::sandbox

@@ -1,10 +1,11 @@
 // Messages from a sandbox being set up: ChildReport records on its report socket and the
 // agent's bytes on its start socket (both SOCK_SEQPACKET, one message per record), each with at
-// most one descriptor (SCM_RIGHTS).
+// most one descriptor (SCM_RIGHTS); and the supervisor's messages that carry descriptors.
 #pragma once
 
 #include <chrono>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "base/result.h"
@@ -22,6 +23,10 @@ struct SandboxMessage {
 // in errors.
 Result<SandboxMessage> ReceiveMessage(int fd, std::chrono::steady_clock::time_point deadline,
                                       const char* what);
+
+// Sends the one-byte `message` with `fds` (SCM_RIGHTS, at most 8) to a zygote or a session's
+// interpreter; kUnavailable with `gone` when the other end has closed.
+Result<void> SendWithDescriptors(int fd, char message, std::span<const int> fds, const char* gone);
 
 // One ChildReport and the descriptor it carries, if any, into `passed`. nullopt on EOF.
 Result<std::optional<ChildReport>> ReadReport(int fd,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -18,9 +19,9 @@
 
 #include "base/sys.h"
 #include "sandbox/output.h"
-#include "sandbox/child/rights_message.h"
 #include "sandbox/progress_schedule.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/sandbox_messages.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/warm_agent.h"
 #include "sandbox/workspace_files.h"
@@ -483,23 +484,6 @@ Result<UniqueFd> InterpreterOf(pid_t init) {
   return pidfd;
 }
 
-// Sends "C" with the call's four descriptors.
-Result<void> SendCall(int control, const int (&fds)[4]) {
-  const char message = kSessionCall;
-  iovec iov{const_cast<char*>(&message), 1};
-  alignas(cmsghdr) char buffer[CMSG_SPACE(sizeof fds)] = {};
-  msghdr msg;
-  PrepareRightsMessage(msg, iov, buffer, sizeof buffer, fds, 4);
-  for (;;) {
-    if (sendmsg(control, &msg, MSG_NOSIGNAL) == 1) return Ok();
-    if (errno == EINTR) continue;
-    if (errno == EPIPE || errno == ECONNRESET) {
-      return MakeError(ErrorCode::kUnavailable, "the session's interpreter has ended");
-    }
-    return Errno(ErrorCode::kInternal, "sendmsg(session)");
-  }
-}
-
 // The call's code in a sealed memfd: the interpreter reads it and cannot change or grow it.
 Result<UniqueFd> CodeFile(std::string_view code) {
   UniqueFd fd(memfd_create("mcp-exec-call", MFD_CLOEXEC | MFD_ALLOW_SEALING));
@@ -606,8 +590,9 @@ Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits
   }
   const limits::Usage before = SessionUsage();
   const timespec started = CoarseNow();
-  MCPEXEC_RETURN_IF_ERROR(
-      SendCall(start_.Get(), {code.Get(), in.read.Get(), out.write.Get(), err.write.Get()}));
+  const int fds[] = {code.Get(), in.read.Get(), out.write.Get(), err.write.Get()};
+  MCPEXEC_RETURN_IF_ERROR(SendWithDescriptors(start_.Get(), kSessionCall, fds,
+                                              "the session's interpreter has ended"));
   // Only the interpreter holds these now, so that EOF means it is gone.
   code.Reset();
   in.read.Reset();

@@ -64,10 +64,26 @@ def _agent(ctl, modules, zygote=None):
         # socket is then `ctl`.
         _zygote(ctl, zygote)
         zygote = None
+    # Prints an uncaught exception as `python3 main.py` does, its traceback starting at the
+    # program: the frames of the agent's code objects in `skip` are dropped.
+    def excepthook(e, skip):
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code in skip:
+            tb = tb.tb_next
+        e = e.with_traceback(tb)
+        sys.last_type, sys.last_value, sys.last_traceback = _type(e), e, tb
+        try:
+            sys.excepthook(_type(e), e, tb)
+        except _BaseException as hook_error:
+            _print("Error in sys.excepthook:", file=sys.stderr)
+            sys.__excepthook__(_type(hook_error), hook_error, hook_error.__traceback__.tb_next)
+            _print("\nOriginal exception was:", file=sys.stderr)
+            sys.__excepthook__(_type(e), e, tb)
+
     os.write(ctl, b"R")
     go = os.read(ctl, 1)
     if go == b"S":
-        _session(ctl, sys, os, builtins, signal)  # never returns
+        _session(ctl, sys, os, builtins, signal, excepthook)  # never returns
     if go != b"G":
         os._exit(0)
     os.close(ctl)
@@ -120,19 +136,7 @@ def _agent(ctl, modules, zygote=None):
             pass
         finish(1)
     except _BaseException as e:
-        # The traceback starts at the program, as `python3 main.py` prints it.
-        tb = e.__traceback__
-        while tb is not None and tb.tb_frame.f_code is me:
-            tb = tb.tb_next
-        e = e.with_traceback(tb)
-        sys.last_type, sys.last_value, sys.last_traceback = _type(e), e, tb
-        try:
-            sys.excepthook(_type(e), e, tb)
-        except _BaseException as hook_error:
-            _print("Error in sys.excepthook:", file=sys.stderr)
-            sys.__excepthook__(_type(hook_error), hook_error, hook_error.__traceback__.tb_next)
-            _print("\nOriginal exception was:", file=sys.stderr)
-            sys.__excepthook__(_type(e), e, tb)
+        excepthook(e, (me,))
         finish(1, by_sigint=_isinstance(e, _KeyboardInterrupt))
     finish(0)
 
@@ -142,7 +146,7 @@ def _agent(ctl, modules, zygote=None):
 # code, saves the figures left open, puts /dev/null back and answers "D" with the call's status
 # (4 bytes) and the repr of a last expression (a flag byte, then UTF-8). Everything it uses is
 # a local bound before the program's first call: the program may rebind any global or builtin.
-def _session(ctl, sys, os, builtins, signal):
+def _session(ctl, sys, os, builtins, signal, excepthook):
     import ast, linecache, socket, struct
     _exec, _eval, _compile, _isinstance, _type, _open, _print, _int, _str, _repr, _len = (
         exec, eval, compile, isinstance, type, open, print, int, str, repr, len)
@@ -151,7 +155,7 @@ def _session(ctl, sys, os, builtins, signal):
     _recv_fds, _dup2, _close, _read = socket.recv_fds, os.dup2, os.close, os.read
     _signal, _SIGINT, _SIG_IGN, _interrupt = (
         signal.signal, signal.SIGINT, signal.SIG_IGN, signal.default_int_handler)
-    _modules, _cache, _excepthook = sys.modules, linecache.cache, sys.__excepthook__
+    _modules, _cache = sys.modules, linecache.cache
     encoding, errors = sys.stdin.encoding, sys.stdin.errors
     value_limit = 16000
     # The program sees this one descriptor besides 0, 1 and 2 (its processes do not inherit it).
@@ -190,16 +194,6 @@ def _session(ctl, sys, os, builtins, signal):
 
     # The traceback starts at the call's code: the agent's frames and ast.parse's are dropped.
     mine = (sys._getframe().f_code, run.__code__, _parse.__code__)
-    def report(e):
-        tb = e.__traceback__
-        while tb is not None and tb.tb_frame.f_code in mine:
-            tb = tb.tb_next
-        e = e.with_traceback(tb)
-        sys.last_type, sys.last_value, sys.last_traceback = _type(e), e, tb
-        try:
-            sys.excepthook(_type(e), e, tb)
-        except _BaseException:
-            _excepthook(_type(e), e, tb)
 
     number = 0
     while True:
@@ -242,7 +236,7 @@ def _session(ctl, sys, os, builtins, signal):
                     _print(_str(code), file=sys.stderr)
             except _BaseException as e:
                 status = 1
-                report(e)
+                excepthook(e, mine)
             finally:
                 _signal(_SIGINT, _SIG_IGN)
         except _BaseException:  # an interrupt after the code ended, or while it was reported

@@ -10,30 +10,12 @@
 #include <thread>
 
 #include "base/sys.h"
-#include "sandbox/child/rights_message.h"
 #include "sandbox/sandbox_messages.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/warm_agent.h"
 
 namespace mcpexec::sandbox {
 namespace {
-
-// The descriptors a run's sandbox gets, in the order the agent puts them at 0, 1, 2, 3 and 5.
-Result<void> SendFork(int zygote, const int (&fds)[5]) {
-  const char message = kZygoteFork;
-  iovec iov{const_cast<char*>(&message), 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  msghdr msg;
-  PrepareRightsMessage(msg, iov, control, sizeof control, fds, 5);
-  for (;;) {
-    if (sendmsg(zygote, &msg, MSG_NOSIGNAL) == 1) return Ok();
-    if (errno == EINTR) continue;
-    if (errno == EPIPE || errno == ECONNRESET) {
-      return MakeError(ErrorCode::kUnavailable, "the zygote has ended");
-    }
-    return Errno(ErrorCode::kInternal, "sendmsg(zygote)");
-  }
-}
 
 // Whatever the zygote said instead of the next step of a fork.
 Error ForkError(const SandboxMessage& message, const char* step) {
@@ -99,9 +81,11 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
   MCPEXEC_ASSIGN_OR_RETURN(sandbox.cgroup_, plan.Limits().CreateRun());
   {
     std::lock_guard lock(mutex_);
-    MCPEXEC_RETURN_IF_ERROR(SendFork(box_.start_.Get(), {in.read.Get(), out.write.Get(),
-                                                         err.write.Get(), report.write.Get(),
-                                                         start.write.Get()}));
+    // The run's descriptors, in the order the agent puts them at 0, 1, 2, 3 and 5.
+    const int fds[] = {in.read.Get(), out.write.Get(), err.write.Get(), report.write.Get(),
+                       start.write.Get()};
+    MCPEXEC_RETURN_IF_ERROR(
+        SendWithDescriptors(box_.start_.Get(), kZygoteFork, fds, "the zygote has ended"));
     ++forks_;
   }
   // Only the run holds these ends now, so that EOF means it is gone.

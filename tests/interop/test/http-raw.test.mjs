@@ -213,6 +213,23 @@ describe('streamable http wire, stateless era (2026-07-28)', { timeout: 120000 }
     assert.equal(result._meta['io.modelcontextprotocol/serverInfo'].name, 'mcp-exec');
   });
 
+  it('sessions: stateless requests are one caller; a handshake session is another', async () => {
+    const exec = (id, args) => send(id, 'tools/call', { name: 'exec', arguments: args }, { Accept: 'application/json' });
+    const opened = only(await exec('s1', { code: 'x = 41', session: 'new' }), 's1').result.structuredContent;
+    assert.match(opened.session, /^s[0-9a-f]{8}_[0-9a-f]{32}$/);
+    const next = only(await exec('s2', { code: 'x + 1', session: opened.session }), 's2').result;
+    assert.equal(next.structuredContent.result, '42', 'the next stateless request reaches the session');
+    const listed = only(await send('s3', 'tools/call', { name: 'session_list', arguments: {} }), 's3').result;
+    assert.ok(listed.structuredContent.sessions.some((x) => x.session === opened.session));
+    // A client of the handshake era is another caller: the stateless session is not its own.
+    const conn = await srv.connect();
+    const foreign = await conn.client.callTool({ name: 'exec', arguments: { code: 'x', session: opened.session } });
+    assert.equal(foreign.isError, true);
+    assert.match(foreign.content[0].text, /^unknown session: no session of yours/);
+    const closed = only(await send('s4', 'tools/call', { name: 'session_close', arguments: { session: opened.session } }), 's4');
+    assert.equal(closed.result.structuredContent.closed, true);
+  });
+
   it('a JSON-only client gets the call as JSON, an event-stream client as a stream', async () => {
     const args = { name: 'exec', arguments: { code: 'print("j")' } };
     const json = await send(1, 'tools/call', args, { Accept: 'application/json' });
