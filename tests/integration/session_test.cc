@@ -176,6 +176,21 @@ TEST_P(SessionTest, AnIdleSessionEndsWithItsProcesses) {
               StartsWith("session ended: idle for 1 s"));
 }
 
+TEST_P(SessionTest, ASessionEndsAtItsMaximumAgeHoweverBusy) {
+  McpStdioServer server = Serve({"MCP_EXEC_SESSION_MAX_AGE_S=2"});
+  ASSERT_EQ(server.Problem(), "");
+  const json opened = Exec(server, "new", "import time\nx = 1");
+  const std::string handle = opened["session"];
+  Exec(server, handle, "time.sleep(1)");
+  // Started about 1 s ago: this call is cut by the age limit, not by its own deadline.
+  const json cut = server.Call("exec", {{"code", "time.sleep(5)"}, {"session", handle}});
+  const json structured = Structured(cut);
+  EXPECT_THAT(structured.value("session_ended", ""), StartsWith("reached its maximum age of 2 s"))
+      << cut.dump();
+  EXPECT_THAT(ToolErrorText(server.Call("exec", {{"code", "x"}, {"session", handle}})),
+              StartsWith("session ended: reached its maximum age of 2 s"));
+}
+
 TEST_P(SessionTest, MemoryPastTheLimitEndsTheSessionWhereThereIsALimit) {
   McpStdioServer server = Serve({"MCP_EXEC_MEMORY_MAX=64m"});
   ASSERT_EQ(server.Problem(), "");
@@ -255,6 +270,20 @@ TEST_P(SessionTest, SessionsShareNothingWithEachOtherOrWithRuns) {
       "exec", {{"code", "import os\nprint(os.path.exists('/tmp/a.txt'), os.listdir('/dev/shm'))"}}));
   EXPECT_EQ(run["stdout"], "False []\n") << run;
   EXPECT_EQ(Exec(server, a, "secret")["result"], "'a-secret'");
+
+  // What a leaves behind when it ends, a daemon among it, is gone for the sessions after it.
+  const std::string marker = NewMarker("session-leftover");
+  Exec(server, a,
+       "import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" + marker +
+           "'], start_new_session=True)");
+  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+  ASSERT_EQ(Structured(server.Call("session_close", {{"session", a}}))["closed"], true);
+  EXPECT_TRUE(WaitForNoProcesses(marker, 1s).empty());
+  const std::string c = Exec(server, "new", "import os")["session"];
+  EXPECT_EQ(Exec(server, c,
+                 "[os.path.exists('/tmp/a.txt'), os.listdir('/dev/shm'), globals().get('secret')]")
+                ["result"],
+            "[False, [], None]");
 }
 
 TEST_P(SessionTest, SessionsAreOffWithMaxSessionsZero) {

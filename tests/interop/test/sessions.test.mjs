@@ -85,6 +85,20 @@ for (const transport of TRANSPORTS) {
       await tool(a, 'session_close', { session: sc.session });
     });
 
+    it('output streams while a call in a session runs', async () => {
+      const { sc } = await exec(a, { code: 'import time', session: 'new' });
+      const progress = [];
+      const { sc: streamed } = await exec(
+        a,
+        { code: 'for i in range(4):\n    print(i, flush=True)\n    time.sleep(0.4)', session: sc.session },
+        { onprogress: (p) => progress.push(p) },
+      );
+      assert.equal(streamed.stdout, '0\n1\n2\n3\n');
+      assert.ok(progress.length >= 2, `progress notifications: ${JSON.stringify(progress)}`);
+      assert.ok(progress.some((p) => /0/.test(p.message ?? '')), JSON.stringify(progress));
+      await tool(a, 'session_close', { session: sc.session });
+    });
+
     it('the open sessions are limited, and closing one makes room', async () => {
       const handles = [];
       for (let i = 0; i < 3; i++) handles.push((await exec(a, { code: String(i), session: 'new' })).sc.session);
@@ -93,6 +107,27 @@ for (const transport of TRANSPORTS) {
       const { sc } = await exec(a, { code: '3', session: 'new' });
       assert.equal(sc.result, '3');
       for (const h of [...handles.slice(1), sc.session]) await tool(a, 'session_close', { session: h });
+    });
+  });
+
+  describe(`sessions and a restart over ${transport}`, { timeout: 120000 }, () => {
+    it("a handle of the server's previous process says the session did not survive it", async () => {
+      const env = { MCP_EXEC_PRELOAD: '' };
+      const first = await startServer(transport, { env });
+      const conn = await first.connect();
+      const { validate } = await execTool(conn.client);
+      const { sc } = await callExec(conn, validate, { code: 'x = 1', session: 'new' });
+      await first.stop();
+      const second = await startServer(transport, { env });
+      try {
+        const again = await second.connect();
+        assert.match(
+          errorText(await tool(again, 'exec', { code: 'x', session: sc.session })),
+          /^unknown session: the handle is from another mcp-exec server process.*does not survive a restart/,
+        );
+      } finally {
+        await second.stop();
+      }
     });
   });
 
