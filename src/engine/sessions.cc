@@ -252,11 +252,14 @@ std::optional<sandbox::Sandbox> SessionStore::EndLocked(Entry& entry, std::strin
   --open_;
   log::Info("session ended", {{"reason", *entry.ended},
                               {"calls", static_cast<int64_t>(entry.calls)}});
-  // A busy one is killed here; its call returns, and destroys it.
+  // A busy one is killed here; its call returns, and destroys it. The pidfd is not needed
+  // after: an ended session's entry holds no descriptor.
   if (entry.busy) {
     if (entry.init.Valid()) syscall(SYS_pidfd_send_signal, entry.init.Get(), SIGKILL, nullptr, 0);
+    entry.init.Reset();
     return std::nullopt;
   }
+  entry.init.Reset();
   std::optional<sandbox::Sandbox> box = std::move(entry.box);
   entry.box.reset();
   return box;
