@@ -37,6 +37,11 @@ std::string InstanceId() {
   return id.ok() ? *id : "00000000";
 }
 
+// Why a session whose interpreter is gone (between calls, or in a call that did not say) ended.
+std::string DeadReason(const sandbox::Sandbox& box) {
+  return box.SessionUsage().oom_killed ? "out of memory" : "killed";
+}
+
 }  // namespace
 
 struct SessionStore::Entry {
@@ -78,11 +83,6 @@ SessionStore::~SessionStore() {
   }
   stop_.notify_all();
   if (sweeper_.joinable()) sweeper_.join();
-}
-
-size_t SessionStore::OpenCount() const {
-  std::lock_guard lock(mutex_);
-  return open_;
 }
 
 Result<SessionInfo> SessionStore::Open(const std::string& caller) {
@@ -194,8 +194,7 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
       ending = EndLocked(*entry, sandbox::SessionEndName(result->ended));
     } else if (!result.ok() || !entry->box->SessionAlive()) {
       // Killed between calls (a process of its own ran it out of memory) or during this one.
-      const limits::Usage usage = entry->box->SessionUsage();
-      ending = EndLocked(*entry, usage.oom_killed ? "out of memory" : "killed");
+      ending = EndLocked(*entry, DeadReason(*entry->box));
     }
   } else {
     ending = std::move(entry->box);  // closed or expired while the call ran
@@ -300,7 +299,7 @@ void SessionStore::Sweep() {
         why = "idle for " + std::to_string(options_.idle.count()) +
               " s (MCP_EXEC_SESSION_IDLE_S)";
       } else if (!entry->busy && entry->box && !entry->box->SessionAlive()) {
-        why = entry->box->SessionUsage().oom_killed ? "out of memory" : "killed";
+        why = DeadReason(*entry->box);
       }
       if (why) {
         if (auto box = EndLocked(*entry, *why)) ending.push_back(std::move(*box));

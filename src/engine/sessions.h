@@ -74,19 +74,15 @@ class SessionStore {
   // Ends every session of `caller` (its connection or protocol session is gone).
   void CloseAll(const std::string& caller);
 
-  size_t OpenCount() const;
-  const SessionOptions& Options() const { return options_; }
-
-  // The handle's form: "s" + the server process's 8 hex digits + "_" + 32 hex digits of
-  // getrandom (128 bits).
-  static bool WellFormed(const std::string& handle);
-
  private:
   struct Entry;
   using Clock = std::chrono::steady_clock;
 
   Result<std::shared_ptr<Entry>> Find(const std::string& caller, const std::string& handle) const;
   SessionInfo InfoOf(const std::string& handle, const Entry& entry) const;
+  // The handle's form: "s" + the server process's 8 hex digits + "_" + 32 hex digits of
+  // getrandom (128 bits).
+  static bool WellFormed(const std::string& handle);
   // Marks `entry` ended with `reason` and takes its sandbox out, to be destroyed (reaped,
   // cgroup removed) by the caller outside the lock; a busy one is killed instead, and its call
   // destroys it. Under mutex_.

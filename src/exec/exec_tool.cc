@@ -386,7 +386,7 @@ json ExecTool::CallInSession(const std::string& handle, const ExecRequest& reque
   log::Info("exec", meta);
   if (run.cancelled) return mcp::ToolError("cancelled");
   json fields = {{"session", name},
-                 {"expires_at", IsoTime(call->session.expires_at)},
+                 {"expires_at", log::IsoTime(call->session.expires_at)},
                  {"result", call->result.value ? json(RepairUtf8(*call->result.value)) : json()}};
   if (call->ended) fields["session_ended"] = *call->ended;
   return ToolResult(config_, run, fields);

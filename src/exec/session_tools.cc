@@ -1,32 +1,16 @@
 #include "exec/session_tools.h"
 
-#include <time.h>
-
-#include <cstdio>
-
 #include "log/log.h"
 
 namespace mcpexec::exec {
 
 using nlohmann::json;
 
-std::string IsoTime(std::chrono::system_clock::time_point t) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
-  const time_t seconds = static_cast<time_t>(ms.count() / 1000);
-  tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[96];
-  snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-           utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-           static_cast<int>(ms.count() % 1000));
-  return text;
-}
-
 json SessionJson(const engine::SessionInfo& info) {
   return {{"session", info.handle},
-          {"created", IsoTime(info.created)},
-          {"last_used", IsoTime(info.last_used)},
-          {"expires_at", IsoTime(info.expires_at)},
+          {"created", log::IsoTime(info.created)},
+          {"last_used", log::IsoTime(info.last_used)},
+          {"expires_at", log::IsoTime(info.expires_at)},
           {"calls", info.calls},
           {"busy", info.busy},
           {"memory_bytes", info.memory_bytes ? json(*info.memory_bytes) : json()}};

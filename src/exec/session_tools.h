@@ -13,9 +13,6 @@
 
 namespace mcpexec::exec {
 
-// "2026-12-02T13:45:07.250Z".
-std::string IsoTime(std::chrono::system_clock::time_point t);
-
 // What session_list shows of a session: session, created, last_used, expires_at, calls, busy,
 // memory_bytes.
 nlohmann::json SessionJson(const engine::SessionInfo& info);

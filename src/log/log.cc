@@ -24,11 +24,12 @@ const char* LevelName(Level level) {
   return "info";
 }
 
-std::string Timestamp() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
+}  // namespace
+
+std::string IsoTime(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
   const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
@@ -37,13 +38,11 @@ std::string Timestamp() {
   return buf;
 }
 
-}  // namespace
-
 void SetMinimumLevel(Level level) { min_level = level; }
 
 void Write(Level level, std::string_view msg, const nlohmann::json& fields) {
   if (level < min_level.load()) return;
-  nlohmann::json line = {{"ts", Timestamp()}, {"level", LevelName(level)}, {"msg", msg}};
+  nlohmann::json line = {{"ts", IsoTime(std::chrono::system_clock::now())}, {"level", LevelName(level)}, {"msg", msg}};
   if (fields.is_object()) {
     for (const auto& [key, value] : fields.items()) line[key] = value;
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace mcpexec::log {
@@ -33,6 +34,9 @@ inline void Debug(std::string_view msg, const nlohmann::json& fields = nlohmann:
 
 // Debug lines are dropped unless enabled (MCP_EXEC_LOG_LEVEL=debug).
 void SetMinimumLevel(Level level);
+
+// "2026-12-02T13:45:07.250Z": UTC with milliseconds, as log lines (and results) give times.
+std::string IsoTime(std::chrono::system_clock::time_point t);
 
 // Lets one line of a kind through per interval and counts those held back, for lines that
 // clients can cause at will (refused connections, foreign origins): a flood of requests must not

@@ -210,14 +210,14 @@ class RunLoop {
       for (int round = 0; fd->Valid() && round < 64; ++round) {
         const DrainEnd end = output_.Truncated() ? DiscardPipe(fd->Get(), NullFd())
                                                  : DrainPipe(fd->Get(), stream, output_);
-        if (end == DrainEnd::kMore) continue;
-        if (end == DrainEnd::kCapped) continue;  // discarded from now on
-        fd->Reset();
+        // kCapped: the rest of it is discarded, in the next round.
+        if (end != DrainEnd::kMore && end != DrainEnd::kCapped) break;
       }
       fd->Reset();
     }
     return Ok();
   }
+  // /dev/null, where what is past the cap is emptied to; -1 if it cannot be opened.
   int NullFd() {
     if (!null_fd_.Valid()) null_fd_.Reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
     return null_fd_.Get();
@@ -306,8 +306,7 @@ class RunLoop {
     if (stderr_.Valid()) fresh |= Drain(stderr_, Stream::kStderr, output_, hooks_.on_output);
     if (fresh) progress_.OutputArrived();
     if (output_.Truncated()) {
-      null_fd_.Reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
-      if (!null_fd_.Valid()) return Errno(ErrorCode::kInternal, "open(/dev/null)");
+      if (NullFd() < 0) return Errno(ErrorCode::kInternal, "open(/dev/null)");
       for (const UniqueFd* fd : {&stdout_, &stderr_}) {
         if (fd->Valid()) GrowPipeForDiscard(fd->Get());
       }
@@ -468,8 +467,7 @@ namespace {
 Result<UniqueFd> InterpreterOf(pid_t init) {
   const std::string children =
       "/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children";
-  auto read_children = [&]() -> Result<std::string> { return ReadFile(children); };
-  MCPEXEC_ASSIGN_OR_RETURN(const std::string before, read_children());
+  MCPEXEC_ASSIGN_OR_RETURN(const std::string before, ReadFile(children));
   char* end = nullptr;
   const long pid = std::strtol(before.c_str(), &end, 10);
   if (pid <= 0 || end == before.c_str()) {
@@ -477,7 +475,7 @@ Result<UniqueFd> InterpreterOf(pid_t init) {
   }
   UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
   if (!pidfd.Valid()) return Errno(ErrorCode::kUnavailable, "pidfd_open(interpreter)");
-  MCPEXEC_ASSIGN_OR_RETURN(const std::string after, read_children());
+  MCPEXEC_ASSIGN_OR_RETURN(const std::string after, ReadFile(children));
   if (after != before) {
     return MakeError(ErrorCode::kUnavailable, "the warm sandbox's interpreter changed");
   }
@@ -655,8 +653,7 @@ Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits
       break;
     case RunEnd::kExited:
       ApplyWaitStatus(loop.ExitReport()->wait_status, result);
-      session_end_ = result.oom_killed || after.oom_killed ? SessionEnd::kOutOfMemory
-                                                           : SessionEnd::kExited;
+      session_end_ = after.oom_killed ? SessionEnd::kOutOfMemory : SessionEnd::kExited;
       break;
     case RunEnd::kStartFailed:
     case RunEnd::kInitLost:

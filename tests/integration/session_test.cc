@@ -43,6 +43,17 @@ json Exec(McpStdioServer& server, const std::string& session, const std::string&
   return structured.is_discarded() ? json::object() : structured;
 }
 
+// Starts `sleep 1000` under a shell that carries `marker`, in the session, and waits until the
+// host sees it. `popen_args`: more arguments for subprocess.Popen.
+void StartSleeper(McpStdioServer& server, const std::string& session, const std::string& marker,
+                  const std::string& popen_args = "") {
+  Exec(server, session,
+       "import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" + marker + "']" +
+           (popen_args.empty() ? "" : ", " + popen_args) + ")");
+  // A fork of the shell carries its arguments until it execs sleep: one or two.
+  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+}
+
 TEST_P(SessionTest, StateStaysAcrossCallsAndALastExpressionIsTheResult) {
   McpStdioServer server = Serve();
   ASSERT_EQ(server.Problem(), "");
@@ -118,12 +129,8 @@ TEST_P(SessionTest, ACallThatIgnoresTheInterruptIsKilledWithItsSession) {
   McpStdioServer server = Serve();
   ASSERT_EQ(server.Problem(), "");
   const std::string marker = NewMarker("session-timeout");
-  const std::string handle =
-      Exec(server, "new",
-           "import subprocess\nchild = subprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" +
-               marker + "'])")["session"];
-  // A fork of the shell carries its arguments until it execs sleep: one or two.
-  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+  const std::string handle = Exec(server, "new", "import os")["session"];
+  ASSERT_NO_FATAL_FAILURE(StartSleeper(server, handle, marker));
   const json stuck = Exec(server, handle,
                           "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                           "while True: pass",
@@ -141,12 +148,8 @@ TEST_P(SessionTest, CloseEndsTheSessionAndItsProcessesWithinOneSecond) {
   McpStdioServer server = Serve();
   ASSERT_EQ(server.Problem(), "");
   const std::string marker = NewMarker("session-close");
-  const std::string handle =
-      Exec(server, "new",
-           "import subprocess\nchild = subprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" +
-               marker + "'])")["session"];
-  // A fork of the shell carries its arguments until it execs sleep: one or two.
-  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+  const std::string handle = Exec(server, "new", "import os")["session"];
+  ASSERT_NO_FATAL_FAILURE(StartSleeper(server, handle, marker));
   const json closed = Structured(server.Call("session_close", {{"session", handle}}));
   EXPECT_EQ(closed["closed"], true) << closed;
   const auto closed_at = std::chrono::steady_clock::now();
@@ -163,12 +166,8 @@ TEST_P(SessionTest, AnIdleSessionEndsWithItsProcesses) {
   McpStdioServer server = Serve({"MCP_EXEC_SESSION_IDLE_S=1"});
   ASSERT_EQ(server.Problem(), "");
   const std::string marker = NewMarker("session-idle");
-  const std::string handle =
-      Exec(server, "new",
-           "import subprocess\nchild = subprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" +
-               marker + "'])")["session"];
-  // A fork of the shell carries its arguments until it execs sleep: one or two.
-  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+  const std::string handle = Exec(server, "new", "import os")["session"];
+  ASSERT_NO_FATAL_FAILURE(StartSleeper(server, handle, marker));
   // Idle for 1 s, found by a sweep every 250 ms, gone within one second of that.
   const auto left = WaitForNoProcesses(marker, 2500ms);
   EXPECT_TRUE(left.empty()) << DescribeProcesses(left);
@@ -273,10 +272,7 @@ TEST_P(SessionTest, SessionsShareNothingWithEachOtherOrWithRuns) {
 
   // What a leaves behind when it ends, a daemon among it, is gone for the sessions after it.
   const std::string marker = NewMarker("session-leftover");
-  Exec(server, a,
-       "import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" + marker +
-           "'], start_new_session=True)");
-  ASSERT_GE(WaitForProcesses(marker, 1, 5s).size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(StartSleeper(server, a, marker, "start_new_session=True"));
   ASSERT_EQ(Structured(server.Call("session_close", {{"session", a}}))["closed"], true);
   EXPECT_TRUE(WaitForNoProcesses(marker, 1s).empty());
   const std::string c = Exec(server, "new", "import os")["session"];
