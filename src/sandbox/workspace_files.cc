@@ -61,6 +61,12 @@ std::vector<std::string_view> Components(std::string_view path) {
   }
 }
 
+// Why an entry that fstatat saw could not be opened: its mode, or that it is no longer what was
+// seen (a program still running in a session swaps entries as the walk goes).
+OutputSkip OpenFailure(int err) {
+  return err == EACCES || err == EPERM ? OutputSkip::kUnreadable : OutputSkip::kChanged;
+}
+
 // `err` is the errno of the failed call, taken before anything else could change it.
 Error FileError(int err, const std::string& path, const std::string& what) {
   std::string why = err == ENOSPC || err == EDQUOT ? "the workspace is full"
@@ -79,18 +85,22 @@ Result<void> WriteOne(int workspace_fd, const std::string& path, std::string_vie
   if (!dir.Valid()) return Errno(ErrorCode::kInternal, "dup(workspace)");
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     const std::string name(parts[i]);
-    if (mkdirat(dir.Get(), name.c_str(), 0755) == 0) {
-      // The modes are the sandbox's, not the supervisor's umask's. No program runs yet that
-      // could swap the directory for a link.
-      if (fchmodat(dir.Get(), name.c_str(), 0755, 0) != 0) {
-        const int err = errno;
-        return FileError(err, path, "chmod directory " + name);
-      }
-    } else if (errno != EEXIST) {
+    const bool made = mkdirat(dir.Get(), name.c_str(), 0755) == 0;
+    if (!made && errno != EEXIST) {
       const int err = errno;
       return FileError(err, path, "create directory " + name);
     }
-    UniqueFd next(OpenInWorkspace(dir.Get(), name.c_str(), O_PATH | O_DIRECTORY));
+    // In a session, the program of an earlier call may still run and swap what was just made
+    // for a link to anywhere (RENAME_EXCHANGE): nothing here acts on a name after the lookup
+    // below, which follows no link, and the new directory's mode (the sandbox's, not the
+    // supervisor's umask's) is set through the descriptor that lookup opened. fchmod needs a
+    // descriptor that is not O_PATH: the owner may read a directory it has just made.
+    UniqueFd next(OpenInWorkspace(dir.Get(), name.c_str(),
+                                  (made ? O_RDONLY : O_PATH) | O_DIRECTORY));
+    if (next.Valid() && made && fchmod(next.Get(), 0755) != 0) {
+      const int err = errno;
+      return FileError(err, path, "chmod directory " + name);
+    }
     if (!next.Valid()) {
       // With O_NOFOLLOW, a link where a directory is wanted fails with ENOTDIR, not ELOOP.
       const int err = errno;
@@ -157,7 +167,7 @@ class OutputWalk {
         }
         UniqueFd sub(OpenInWorkspace(fd, name.c_str(), O_RDONLY | O_DIRECTORY));
         if (!sub.Valid()) {
-          List({path, "directory", 0, OutputSkip::kUnreadable, {}});
+          List({path, "directory", 0, OpenFailure(errno), {}});
           continue;
         }
         Directory(sub.Get(), path, depth + 1);
@@ -218,8 +228,12 @@ class OutputWalk {
   void Read(int dirfd, const std::string& name, OutputFile& file) {
     // O_NONBLOCK: were the entry swapped for a FIFO since fstatat, open would not wait.
     UniqueFd fd(OpenInWorkspace(dirfd, name.c_str(), O_RDONLY | O_NONBLOCK));
+    if (!fd.Valid()) {
+      file.skip = OpenFailure(errno);
+      return;
+    }
     struct stat st {};
-    if (!fd.Valid() || fstat(fd.Get(), &st) != 0) {
+    if (fstat(fd.Get(), &st) != 0) {
       file.skip = OutputSkip::kUnreadable;
       return;
     }

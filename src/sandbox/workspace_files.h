@@ -1,8 +1,10 @@
 // Files in and out of a run, through the supervisor's descriptor of the workspace (the tmpfs
-// at /tmp, which the sandbox's init hands over when it is ready). Inputs are written before the
-// program starts; outputs are read after every process of the run is gone, so nothing changes
-// under the reader. What the program left is hostile data: the walk never follows a link or
-// leaves the workspace, opens regular files only, and reads no more than its limits.
+// at /tmp, which the sandbox's init hands over when it is ready). In a one-shot run, inputs are
+// written before the program starts and outputs are read after every process of the run is
+// gone; in a session, processes an earlier call left may change the tree at any moment, as both
+// happen. So the workspace is hostile ground: no lookup follows a link or leaves the workspace,
+// nothing is done to a name once it has been looked up (only to the descriptor the lookup
+// opened), only regular files are read, and no more than the limits.
 #pragma once
 
 #include <sys/types.h>
@@ -84,6 +86,7 @@ enum class OutputSkip {
   kTooLarge,      // over max_file_bytes
   kTooMany,       // past max_files
   kUnreadable,    // its mode keeps the supervisor out (a rootless one)
+  kChanged,       // swapped while looked at: a link, another kind of file or nothing took its place
   kTooDeep,       // a directory past max_depth
 };
 

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <limits.h>
+#include <stdio.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,6 +20,8 @@
 #include <future>
 #include <iostream>
 #include <sstream>
+#include <atomic>
+#include <thread>
 
 #include "../support/host_files.h"
 #include "../support/temp_dir.h"
@@ -116,6 +119,38 @@ std::vector<std::string> Paths(const OutputCollection& c) {
   return paths;
 }
 
+
+// A program of a session that is still running while the supervisor works in the workspace: a
+// thread that swaps each pair of names (RENAME_EXCHANGE) over and over until it is destroyed.
+class Swapper {
+ public:
+  Swapper(int dirfd, std::vector<std::pair<std::string, std::string>> pairs)
+      : thread_([this, dirfd, pairs = std::move(pairs)] {
+          while (!stop_.load(std::memory_order_relaxed)) {
+            for (const auto& [a, b] : pairs) {
+              if (renameat2(dirfd, a.c_str(), dirfd, b.c_str(), RENAME_EXCHANGE) == 0) ++swaps_;
+            }
+          }
+        }) {}
+  ~Swapper() {
+    stop_ = true;
+    thread_.join();
+  }
+  Swapper(const Swapper&) = delete;
+  Swapper& operator=(const Swapper&) = delete;
+  long Swaps() const { return swaps_.load(); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<long> swaps_{0};
+  std::thread thread_;
+};
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
 // --------------------------------------------------------------------------- CollectOutputs
 
 TEST(CollectOutputs, ReadsRegularFilesInVersionOrderDepthFirst) {
@@ -158,6 +193,31 @@ TEST(CollectOutputs, AnEmptyOrMissingOutputsDirectoryGivesNothing) {
 
 // A program that replaces /tmp/outputs by a link to a directory full of files gets nothing
 // back: the link is not followed, not even to a directory beneath the workspace.
+// A session's program swaps an output for a link to a host file and back while the walk runs:
+// an entry seen as a file and found to be a link when opened is said to have changed, never
+// blamed on its mode, and the host file is never read.
+TEST(CollectOutputs, AnEntrySwappedForALinkMidWalkIsSaidToHaveChanged) {
+  HostWorkspace ws;
+  testing::TempDir host;
+  WriteFile(host.Path() + "/secret", "host bytes");
+  WriteFile(ws.Outputs() + "/f", "workspace bytes");
+  ASSERT_EQ(symlink((host.Path() + "/secret").c_str(), (ws.Path() + "/link").c_str()), 0);
+  Swapper swapper(ws.Fd(), {{"outputs/f", "link"}});
+  bool changed = false;
+  const auto until = steady_clock::now() + std::chrono::seconds(10);
+  while (!changed && steady_clock::now() < until) {
+    const OutputCollection c = Collect(ws);
+    for (const OutputFile& f : c.files) {
+      EXPECT_NE(f.skip, OutputSkip::kUnreadable) << "a swap is not a mode that keeps us out";
+      EXPECT_NE(f.data, "host bytes");
+      changed = changed || f.skip == OutputSkip::kChanged;
+    }
+    if (HasFailure()) break;
+  }
+  EXPECT_TRUE(changed) << "the swap never landed between the look and the open ("
+                       << swapper.Swaps() << " swaps)";
+}
+
 TEST(CollectOutputs, OutputsReplacedByALinkIsNotFollowed) {
   HostWorkspace ws;
   testing::TempDir host;
@@ -447,6 +507,43 @@ TEST(WriteInputFiles, ALinkOnTheWayIsNotFollowed) {
   EXPECT_THAT(r.error().message, HasSubstr("input file file"));
   EXPECT_EQ(access((elsewhere.Path() + "/x.txt").c_str(), F_OK), -1);
   EXPECT_EQ(access((elsewhere.Path() + "/target").c_str(), F_OK), -1);
+}
+
+// Issue 23's chmod: from a session's second call on, the program of an earlier call runs while
+// input files are written. It swaps each directory the supervisor makes for a link to a host
+// file (RENAME_EXCHANGE with a ready link); the directory's mode must never be set through that
+// link. The writes may fail, as the program wanted; the host file keeps its mode.
+TEST(WriteInputFiles, ADirectorySwappedForALinkAfterItIsMadeIsNeverChmodThroughIt) {
+  constexpr int kDirs = 64;
+  testing::TempDir host;
+  ASSERT_EQ(chmod(host.Path().c_str(), 0755), 0) << "the sandbox's ids may pass through it";
+  const std::string target = host.Path() + "/private";
+  WriteFile(target, "key");
+  ASSERT_EQ(chmod(target.c_str(), 0600), 0);
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(target.c_str(), 65532, 65532), 0);
+  }
+  const auto until = steady_clock::now() + std::chrono::seconds(3);
+  long swaps = 0;
+  int rounds = 0;
+  while (steady_clock::now() < until && ModeOf(target) == 0600) {
+    HostWorkspace ws;
+    const Ids ids = WriterIds(ws);
+    std::vector<std::pair<std::string, std::string>> pairs;
+    std::vector<InputFile> files;
+    for (int i = 0; i < kDirs; ++i) {
+      const std::string dir = "a" + std::to_string(i), link = "l" + std::to_string(i);
+      ASSERT_EQ(symlink(target.c_str(), (ws.Path() + "/" + link).c_str()), 0);
+      pairs.emplace_back(dir, link);
+      files.push_back({dir + "/f", "x"});
+    }
+    Swapper swapper(ws.Fd(), pairs);
+    (void)WriteInputFiles(ws.Fd(), files, ids.uid, ids.gid);
+    swaps += swapper.Swaps();
+    ++rounds;
+  }
+  EXPECT_EQ(ModeOf(target), 0600u) << "chmod through a swapped-in link, round " << rounds;
+  EXPECT_GT(swaps, 0) << "the swapper never raced the writer: the test proves nothing";
 }
 
 TEST(WriteInputFiles, AnExistingFileIsNotReplaced) {
