@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <sstream>
 
 namespace mcpexec {
@@ -66,6 +67,26 @@ Result<std::vector<std::string>> ReadProcStat(const std::string& pid) {
   std::istringstream rest(stat.substr(rparen + 1));
   for (std::string field; rest >> field;) fields.push_back(std::move(field));
   return fields;
+}
+
+std::optional<uint64_t> ProcStatusBytes(std::string_view status, std::string_view key) {
+  // The kernel escapes a newline in the Name line's text, so every line break is the kernel's.
+  for (size_t start = 0; start < status.size();) {
+    size_t end = status.find('\n', start);
+    if (end == std::string_view::npos) end = status.size();
+    const std::string_view line = status.substr(start, end - start);
+    start = end + 1;
+    if (line.size() <= key.size() || line.substr(0, key.size()) != key ||
+        line[key.size()] != ':') {
+      continue;
+    }
+    const std::string value(line.substr(key.size() + 1));
+    char* rest = nullptr;
+    const unsigned long long kib = std::strtoull(value.c_str(), &rest, 10);
+    if (rest == value.c_str()) return std::nullopt;
+    return static_cast<uint64_t>(kib) * 1024;
+  }
+  return std::nullopt;
 }
 
 Result<std::string> ReadFile(const std::string& path) {

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,11 @@ Result<std::string> ReadFile(const std::string& path);
 // proc(5), so [0] is the pid, [1] the command name without its parentheses, [21] the start
 // time. The command name may hold spaces and parentheses; fields are split after its last ')'.
 Result<std::vector<std::string>> ReadProcStat(const std::string& pid);
+
+// The value of `key` ("VmHWM", say) in the text of /proc/<pid>/status, in bytes: the kB figure
+// of the line that starts with "key:". Lines are read as fields: the Name line, whose text the
+// process sets itself (prctl(PR_SET_NAME)), is never taken for another. Nullopt when absent.
+std::optional<uint64_t> ProcStatusBytes(std::string_view status, std::string_view key);
 
 // Opens `path` for writing (no create, no truncate) and writes `data` in one write(2),
 // as /proc/PID/uid_map requires.

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -506,27 +506,16 @@ limits::Usage ProcessUsage(int pidfd) {
   limits::Usage usage;
   auto pid = PidOfPidfd(pidfd);
   if (!pid.ok()) return usage;
-  const std::string dir = "/proc/" + std::to_string(*pid);
-  if (auto stat = ReadFile(dir + "/stat"); stat.ok()) {
-    const size_t paren = stat->rfind(')');
-    if (paren != std::string::npos) {
-      std::istringstream fields(stat->substr(paren + 2));
-      std::string field;
-      uint64_t ticks = 0;
-      for (int i = 3; i <= 15 && fields >> field; ++i) {
-        if (i == 14 || i == 15) ticks += std::strtoull(field.c_str(), nullptr, 10);
-      }
-      usage.cpu_time_ms = ticks * 1000 / static_cast<uint64_t>(sysconf(_SC_CLK_TCK));
-    }
+  const std::string name = std::to_string(*pid);
+  // Fields 14 and 15 of proc(5): utime and stime.
+  if (auto stat = ReadProcStat(name); stat.ok() && stat->size() > 14) {
+    const uint64_t ticks = std::strtoull((*stat)[13].c_str(), nullptr, 10) +
+                           std::strtoull((*stat)[14].c_str(), nullptr, 10);
+    usage.cpu_time_ms = ticks * 1000 / static_cast<uint64_t>(sysconf(_SC_CLK_TCK));
   }
-  if (auto status = ReadFile(dir + "/status"); status.ok()) {
-    auto kib = [&](const char* key) -> std::optional<uint64_t> {
-      const size_t at = status->find(key);
-      if (at == std::string::npos) return std::nullopt;
-      return std::strtoull(status->c_str() + at + strlen(key), nullptr, 10) * 1024;
-    };
-    usage.memory_peak_bytes = kib("VmHWM:");
-    usage.memory_current_bytes = kib("VmRSS:");
+  if (auto status = ReadFile("/proc/" + name + "/status"); status.ok()) {
+    usage.memory_peak_bytes = ProcStatusBytes(*status, "VmHWM");
+    usage.memory_current_bytes = ProcStatusBytes(*status, "VmRSS");
   }
   return usage;
 }
