@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "../support/host_processes.h"
+#include "../support/mcp_stdio.h"
 #include "../support/sandbox_test.h"
 #include "base/sys.h"
 #include "config/config.h"
@@ -329,6 +330,29 @@ print(json.dumps({n: resource.getrlimit(getattr(resource, n)) for n in
   EXPECT_EQ(p["RLIMIT_NOFILE"], nlohmann::json::array({1024, 1024})) << r.Describe();
   EXPECT_EQ(p["RLIMIT_FSIZE"], nlohmann::json::array({64 << 20, 64 << 20})) << r.Describe();
   EXPECT_EQ(p["RLIMIT_CORE"], nlohmann::json::array({0, 0})) << r.Describe();
+}
+
+// Under the rlimit backend a session's figures come from its interpreter's /proc/<pid>/status,
+// whose first line is the name the program gives itself (issue 23: this one read as 1 TB).
+TEST_P(LimitsTest, RlimitSessionFiguresAreNotTheNameTheProgramGivesItself) {
+  McpStdioServer server(runner_, {"MCP_EXEC_LIMITS=rlimit", "MCP_EXEC_PRELOAD="});
+  ASSERT_EQ(server.Problem(), "");
+  const nlohmann::json opened = Structured(server.Call(
+      "exec", {{"session", "new"},
+               {"code", "import ctypes\n"
+                        "ctypes.CDLL(None).prctl(15, b'VmHWM:999999999', 0, 0, 0)  # PR_SET_NAME\n"
+                        "open('/proc/self/status').readline().strip()"}}));
+  ASSERT_TRUE(opened.contains("session")) << opened;
+  EXPECT_EQ(opened["limits_backend"], "rlimit");
+  EXPECT_EQ(opened["result"], "'Name:\\tVmHWM:999999999'") << "the name is set: " << opened;
+  const nlohmann::json next = Structured(
+      server.Call("exec", {{"session", opened["session"]}, {"code", "x = 1"}}));
+  ASSERT_TRUE(next["memory_peak_bytes"].is_number()) << next;
+  EXPECT_LT(next["memory_peak_bytes"].get<uint64_t>(), 256 * kMiB) << next;
+  const nlohmann::json list = Structured(server.Call("session_list", nlohmann::json::object()));
+  ASSERT_EQ(list["sessions"].size(), 1u) << list;
+  ASSERT_TRUE(list["sessions"][0]["memory_bytes"].is_number()) << list;
+  EXPECT_LT(list["sessions"][0]["memory_bytes"].get<uint64_t>(), 256 * kMiB) << list;
 }
 
 TEST_P(LimitsTest, KilledServerLeavesNothingAndItsCgroupsGoAtTheNextStart) {
