@@ -224,7 +224,8 @@ TEST(ReportOutputs, EveryListedFileWithItsReason) {
                    Skipped("f17", OutputSkip::kTooMany, "file", 3),
                    Skipped("secret", OutputSkip::kUnreadable),
                    Skipped("d/d/d", OutputSkip::kTooDeep, "directory"),
-                   Read("bad\xff.txt", "x")};
+                   Read("bad\xff.txt", "x"),
+                   Skipped("swapped", OutputSkip::kChanged)};
   const std::vector<FileReport> r = ReportOutputs(c, outputs, "waiting for delivery");
   ASSERT_EQ(r.size(), outputs.files.size());
   EXPECT_EQ(r[0].reason, "waiting for delivery");
@@ -239,6 +240,7 @@ TEST(ReportOutputs, EveryListedFileWithItsReason) {
   EXPECT_THAT(r[5].reason, HasSubstr("unreadable"));
   EXPECT_THAT(r[6].reason, HasSubstr("deeper than 32 levels"));
   EXPECT_EQ(r[7].path, "bad\xef\xbf\xbd.txt");
+  EXPECT_THAT(r[8].reason, HasSubstr("changed while the server read it"));
   for (const FileReport& report : r) EXPECT_FALSE(report.returned) << report.path;
 
   json result = json::object();
