@@ -67,7 +67,7 @@ std::string SkipReason(const config::Config& c, const sandbox::OutputFile& f,
              std::to_string(c.max_output_file_bytes) + " bytes)";
     case sandbox::OutputSkip::kTooMany:
       return "past MCP_EXEC_MAX_OUTPUT_FILES (" + std::to_string(c.max_output_files) + ")";
-    case sandbox::OutputSkip::kUnreadable: return "unreadable: its mode keeps the server out";
+    case sandbox::OutputSkip::kUnreadable: return "unreadable: its mode, or a lease on it, keeps the server out";
     case sandbox::OutputSkip::kChanged:
       return "changed while the server read it: a link, another kind of file or nothing took "
              "its place";

@@ -61,10 +61,12 @@ std::vector<std::string_view> Components(std::string_view path) {
   }
 }
 
-// Why an entry that fstatat saw could not be opened: its mode, or that it is no longer what was
-// seen (a program still running in a session swaps entries as the walk goes).
+// Why an entry that fstatat saw could not be opened: its mode or a lease (O_NONBLOCK: EAGAIN
+// rather than a wait for the lease to break), or that it is no longer what was seen (a program
+// still running in a session swaps entries as the walk goes).
 OutputSkip OpenFailure(int err) {
-  return err == EACCES || err == EPERM ? OutputSkip::kUnreadable : OutputSkip::kChanged;
+  return err == EACCES || err == EPERM || err == EAGAIN ? OutputSkip::kUnreadable
+                                                         : OutputSkip::kChanged;
 }
 
 // `err` is the errno of the failed call, taken before anything else could change it.

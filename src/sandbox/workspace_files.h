@@ -85,7 +85,7 @@ enum class OutputSkip {
   kNotRegular,    // a link, FIFO, socket or device: never opened
   kTooLarge,      // over max_file_bytes
   kTooMany,       // past max_files
-  kUnreadable,    // its mode keeps the supervisor out (a rootless one)
+  kUnreadable,    // its mode (to a rootless supervisor), or a lease, keeps the supervisor out
   kChanged,       // swapped while looked at: a link, another kind of file or nothing took its place
   kTooDeep,       // a directory past max_depth
 };

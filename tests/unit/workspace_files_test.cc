@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
@@ -216,6 +217,29 @@ TEST(CollectOutputs, AnEntrySwappedForALinkMidWalkIsSaidToHaveChanged) {
   }
   EXPECT_TRUE(changed) << "the swap never landed between the look and the open ("
                        << swapper.Swaps() << " swaps)";
+}
+
+// A write lease (the owner's, as a program's on its own file) would make a blocking open wait
+// for the lease-break time (45 s): the walk's O_NONBLOCK open fails at once instead, and the
+// file is listed as kept from the server, not as changed.
+TEST(CollectOutputs, AFileUnderAWriteLeaseIsListedAtOnceNotWaitedFor) {
+  HostWorkspace ws;
+  WriteFile(ws.Outputs() + "/leased.txt", "bytes");
+  UniqueFd holder(open((ws.Outputs() + "/leased.txt").c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(holder.Valid());
+  // The break notice goes to the holder, this process: SIGIO, whose default action kills.
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGIO, &ignore, &old), 0);
+  ASSERT_EQ(fcntl(holder.Get(), F_SETLEASE, F_WRLCK), 0) << strerror(errno);
+  const auto start = steady_clock::now();
+  const OutputCollection c = Collect(ws);
+  ASSERT_EQ(fcntl(holder.Get(), F_SETLEASE, F_UNLCK), 0);
+  sigaction(SIGIO, &old, nullptr);
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(2));
+  ASSERT_EQ(c.files.size(), 1u);
+  EXPECT_EQ(c.files[0].skip, OutputSkip::kUnreadable);
+  EXPECT_EQ(c.files[0].data, "");
 }
 
 TEST(CollectOutputs, OutputsReplacedByALinkIsNotFollowed) {
