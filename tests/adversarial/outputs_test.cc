@@ -16,6 +16,7 @@
 #include <future>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -350,6 +351,123 @@ TEST_P(Adversarial, FS_06_FilesRewrittenAfterTheProgramExitsAreCollectedWhole) {
     for (size_t i = 0; i < versions.size(); ++i) EXPECT_EQ(versions[i] % 16, long(i)) << i;
     EXPECT_GE(*low, kVersions - 15);
   }
+}
+
+// What fs06_swap_race's pairs may be listed as: the types each name can have, and the content
+// a returned file must have (the sandbox's own bytes, whichever name it was read under).
+struct Swappable {
+  std::set<std::string> types;
+  std::string content;
+};
+
+// What a listed entry was when the collector looked: "file" when returned, the type a skipped
+// non-file names in its reason, or "" when the result does not say (the open failed, a cap).
+std::string SeenAs(const json& file) {
+  if (file["returned"] == true) return "file";
+  const std::string reason = Reason(file);
+  const std::string prefix = "not a regular file (";
+  if (reason.rfind(prefix, 0) != 0 || reason.back() != ')') return "";
+  return reason.substr(prefix.size(), reason.size() - prefix.size() - 1);
+}
+
+std::map<std::string, Swappable> SwapRaceEntries(int pairs) {
+  std::map<std::string, Swappable> entries;
+  for (int n = 0; n < pairs; ++n) {
+    const std::string content = "sandbox file " + std::to_string(n) + "\n";
+    for (const char* name : {"f-", "l-"}) {
+      entries[name + std::to_string(n) + ".txt"] = {{"file", "symlink"}, content};
+    }
+  }
+  for (int n = 0; n < pairs / 4; ++n) {
+    const std::string d = "d-" + std::to_string(n), p = "p-" + std::to_string(n);
+    const std::string e = "e-" + std::to_string(n), h = "h-" + std::to_string(n);
+    for (const std::string& name : {d, p}) {
+      entries[name] = {{"directory", "fifo"}, ""};
+      entries[name + "/inner.txt"] = {{"file"}, "sandbox inner " + d + "\n"};
+    }
+    for (const std::string& name : {e, h}) {
+      entries[name] = {{"directory", "symlink"}, ""};
+      entries[name + "/inner.txt"] = {{"file"}, "sandbox inner " + e + "\n"};
+    }
+  }
+  return entries;
+}
+
+// Issue 23, part 4: the walk against swap races. A daemon of the run swaps, for ever, a file for
+// a link to a host file (or to the supervisor's /proc/self/environ), a directory for a FIFO, and
+// a directory for a link to a host directory whose one file's name and content hold a token. In
+// a session the collector walks while it swaps (the daemon dies with the session, after the
+// result); in a one-shot run it is dead first. What holds it: every lookup is openat2 with
+// RESOLVE_NO_SYMLINKS beneath the directory's descriptor, directories are opened O_DIRECTORY and
+// files O_NONBLOCK, and a file is read only if fstat of the open descriptor says it is a regular
+// file. It fails if the walk follows a link (host names or bytes in the result), opens a FIFO
+// without O_NONBLOCK or O_DIRECTORY (the run hangs), or lists an entry as something it never was
+// (a returned "symlink", a "fifo" with content, a name that is not the sandbox's).
+TEST_P(Adversarial, FS_06_SwapRacesInOutputsBringNoHostBytesAndNothingWaits) {
+  constexpr int kPairs = 16;
+  const std::string file_token = RandomToken(), env_token = RandomToken();
+  const std::string dir_token = RandomToken();
+  const std::string host_file = HostSetup::Get().WriteSharedFile(
+      "fs06-swap-" + ModeName(GetParam()), "host secret " + file_token + "\n");
+  ModeOwnedDir host_dir(GetParam());
+  ASSERT_EQ(host_dir.Problem(), "");
+  WriteFile(host_dir.Path() + "/host-" + dir_token, "host secret " + dir_token + "\n");
+  OutputDir out(GetParam());
+  const std::string marker = NewMarker("fs06-swapper");
+  LaunchOptions options = WithEnv({"FS06_SUPERVISOR_SECRET=" + env_token});
+  BackgroundRun run = StartProbe("fs06_swap_race",
+                                 {{"host_file", host_file},
+                                  {"host_dir", host_dir.Path()},
+                                  {"pairs", kPairs},
+                                  {"marker", marker}},
+                                 {"--output-dir", out.Path(), "--max-output-files", "64"}, options);
+  const Outcome r = WaitAtMost(run, std::chrono::seconds(30));
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["symlink"], json({"ok"})) << "positive control";
+  EXPECT_EQ(o["mkfifo"], json({"ok"})) << "positive control";
+  EXPECT_EQ(o["mkdir"], json({"ok"})) << "positive control";
+  EXPECT_EQ(o["swapper announced"], json("swapping")) << "positive control: every pair swapped";
+  EXPECT_LT(r.elapsed, milliseconds(10'000)) << r.Describe();
+
+  const std::map<std::string, Swappable> entries = SwapRaceEntries(kPairs);
+  std::map<std::string, json> files = Listed(r);
+  EXPECT_FALSE(files.empty()) << r.Describe();
+  for (const auto& [path, f] : files) {
+    const auto expected = entries.find(path);
+    if (expected == entries.end()) {
+      ADD_FAILURE() << "listed, and not a name the sandbox made: " << f;
+      continue;
+    }
+    const std::string type = SeenAs(f);
+    if (!type.empty()) {
+      EXPECT_TRUE(expected->second.types.count(type)) << "listed as what it never was: " << f;
+    }
+    if (f["returned"] == true) {
+      EXPECT_EQ(ReadHostFile(out.Path() + "/" + path), expected->second.content) << path;
+    }
+  }
+  for (const std::string& written : FilesUnder(out.Path())) {
+    EXPECT_TRUE(files.count(written) && files[written]["returned"] == true)
+        << "in --output-dir, not returned: " << written;
+  }
+  // Every name is there at every moment (RENAME_EXCHANGE), so the walk lists each, or walks it.
+  for (const auto& [path, expected] : entries) {
+    if (path.find('/') != std::string::npos) continue;
+    EXPECT_TRUE(files.count(path) || files.count(path + "/inner.txt")) << path << " is missing";
+  }
+  if (!InSession()) {
+    // The daemon died before the walk: one file in each pair, read whole.
+    for (int n = 0; n < kPairs; ++n) {
+      const std::string f = "f-" + std::to_string(n) + ".txt",
+                        l = "l-" + std::to_string(n) + ".txt";
+      EXPECT_NE(files[f]["returned"] == true, files[l]["returned"] == true) << f << " and " << l;
+    }
+  }
+  ExpectNoneOf({file_token, env_token, dir_token}, r, out.Path());
+  const std::vector<HostProcess> left = FindProcesses(marker);
+  EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+  KillAll(left);
+  unlink(host_file.c_str());
 }
 
 // 100000 x 100000 pixels claimed, nothing behind: returned as the bytes it is.
