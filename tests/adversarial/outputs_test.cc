@@ -470,6 +470,38 @@ TEST_P(Adversarial, FS_06_SwapRacesInOutputsBringNoHostBytesAndNothingWaits) {
   unlink(host_file.c_str());
 }
 
+// Issue 23, part 4: leases. A daemon of the run holds a write lease on an output and ignores
+// the lease-break signal, so any open of the file that may wait does, for the kernel's
+// lease-break-time (45 s). What holds it: the collector opens files O_NONBLOCK, which a lease
+// answers with EWOULDBLOCK instead of a wait; and in a one-shot run it reads only after every
+// process of the run is gone, the lease with them. In a session the holder still runs during
+// the walk: the file is listed, not returned, and the walk goes on to the next. It fails if
+// that open may block (the run takes 45 s), or if a one-shot run reads before the run is dead.
+TEST_P(Adversarial, FS_06_ALeaseOnAnOutputDoesNotHoldTheCollector) {
+  OutputDir out(GetParam());
+  const std::string marker = NewMarker("fs06-lease");
+  BackgroundRun run = StartProbe("fs06_lease", {{"marker", marker}}, out.Args());
+  const Outcome r = WaitAtMost(run, std::chrono::seconds(90));
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["F_SETLEASE F_WRLCK"], json("ok")) << "positive control: the lease was taken";
+  EXPECT_EQ(o["open O_RDONLY|O_NONBLOCK beside the lease"], json("EAGAIN"))
+      << "positive control: the lease holds against another open";
+  EXPECT_LT(r.elapsed, milliseconds(10'000)) << "the collector waited on the lease" << r.Describe();
+  std::map<std::string, json> files = Listed(r);
+  ASSERT_TRUE(files.count("leased.csv")) << r.json["files"];
+  if (InSession()) {
+    EXPECT_EQ(files["leased.csv"]["returned"], false) << files["leased.csv"];
+    EXPECT_EQ(FilesUnder(out.Path()), std::vector<std::string>{"z-control.txt"});
+  } else {
+    EXPECT_EQ(files["leased.csv"]["returned"], true) << files["leased.csv"];
+    EXPECT_EQ(ReadHostFile(out.Path() + "/leased.csv"), "a,b\n1,2\n");
+  }
+  EXPECT_EQ(files["z-control.txt"]["returned"], true) << "the walk went on after it";
+  const std::vector<HostProcess> left = FindProcesses(marker);
+  EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+  KillAll(left);
+}
+
 // 100000 x 100000 pixels claimed, nothing behind: returned as the bytes it is.
 std::string LyingPng() {
   std::string png("\x89PNG\r\n\x1a\n", 8);
