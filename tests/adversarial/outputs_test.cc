@@ -502,6 +502,45 @@ TEST_P(Adversarial, FS_06_ALeaseOnAnOutputDoesNotHoldTheCollector) {
   KillAll(left);
 }
 
+// Issue 23, part 4: a file that grows while it is read. A daemon of the run sets an output to
+// 16 bytes and to 1 GiB (sparse: the workspace's size) and back, for ever; in a session it does
+// so during the walk. What holds it: the collector reads at most MCP_EXEC_MAX_OUTPUT_FILE_BYTES
+// + 1 bytes from the descriptor it opened, whatever size it saw, and lists a file that had more
+// as too large. So the file comes back whole at one size or as its first bytes and zeros up to
+// the cap, or is listed too large; the supervisor's memory stays small. It fails if the read
+// trusts the size of fstatat or fstat, or reads to the end of the file.
+TEST_P(Adversarial, FS_06_AFileThatGrowsWhileReadIsReadWithinTheCap) {
+  OutputDir out(GetParam());
+  const std::string marker = NewMarker("fs06-grower");
+  BackgroundRun run =
+      StartProbe("fs06_growing", {{"marker", marker}},
+                 {"--output-dir", out.Path(), "--workspace-bytes", "1g"}, SamplingPeakMemory());
+  const Outcome r = WaitAtMost(run, std::chrono::seconds(30));
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["RLIMIT_FSIZE"], 1 << 30);
+  EXPECT_EQ(o["truncate to RLIMIT_FSIZE"], json("ok")) << "positive control";
+  EXPECT_EQ(o["grower announced"], json("growing")) << "positive control: the daemon ran";
+  std::map<std::string, json> files = Listed(r);
+  ASSERT_TRUE(files.count("grows.bin")) << r.json["files"];
+  const json& f = files["grows.bin"];
+  EXPECT_LE(f.value("size", uint64_t{0}), uint64_t{1} << 30) << f;
+  if (f["returned"] == true) {
+    const std::string data = ReadHostFile(out.Path() + "/grows.bin");
+    EXPECT_LE(data.size(), 1u << 20);
+    EXPECT_EQ(data.substr(0, 16), "sandbox grows\n..");
+    EXPECT_EQ(data.find_first_not_of('\0', 16), std::string::npos) << "bytes past the head";
+  } else {
+    EXPECT_THAT(Reason(f), HasSubstr("larger than MCP_EXEC_MAX_OUTPUT_FILE_BYTES")) << f;
+  }
+  EXPECT_EQ(files["z-control.txt"]["returned"], true);
+  EXPECT_LT(r.elapsed, milliseconds(10'000)) << r.Describe();
+  EXPECT_GT(r.peak_rss_kib, 1024) << "positive control: mcp-exec's memory was sampled";
+  EXPECT_LT(r.peak_rss_kib, 64 * 1024) << "the supervisor read past the cap";
+  const std::vector<HostProcess> left = FindProcesses(marker);
+  EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+  KillAll(left);
+}
+
 // 100000 x 100000 pixels claimed, nothing behind: returned as the bytes it is.
 std::string LyingPng() {
   std::string png("\x89PNG\r\n\x1a\n", 8);
