@@ -541,6 +541,71 @@ TEST_P(Adversarial, FS_06_AFileThatGrowsWhileReadIsReadWithinTheCap) {
   KillAll(left);
 }
 
+// Issue 23, part 4: --output-dir against the names a program chooses. The caller's directory
+// already holds a link out of it (linked -> a directory beside it), a file where the program
+// puts a directory (collide), and a file the program's replaces (existing.txt). What holds it:
+// WriteOutputDir creates each component beneath the directory's descriptor with openat2
+// (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), and names come from the walk's readdir, so none
+// holds "/" or is "..". It fails if a name or a link takes a write out of the directory, if a
+// deep or odd name lands anywhere but at its path, or if the pre-planted link is followed.
+TEST_P(Adversarial, FS_06_OutputNamesStayInTheOutputDir) {
+  ModeOwnedDir host(GetParam());
+  ASSERT_EQ(host.Problem(), "");
+  const std::string dir = host.Path() + "/out", outside = host.Path() + "/outside";
+  for (const std::string& d : {dir, outside}) {
+    ASSERT_EQ(mkdir(d.c_str(), 0755), 0) << d;
+    ASSERT_EQ(chown(d.c_str(), HostSetup::Get().Uid(GetParam()), HostSetup::Get().Gid(GetParam())),
+              0);
+  }
+  WriteFile(outside + "/victim.txt", "host file\n");
+  ASSERT_EQ(symlink(outside.c_str(), (dir + "/linked").c_str()), 0);
+  WriteFile(dir + "/collide", "host file\n");
+  WriteFile(dir + "/existing.txt", "host file, to be replaced\n");
+  ASSERT_EQ(chown((dir + "/existing.txt").c_str(), HostSetup::Get().Uid(GetParam()),
+                  HostSetup::Get().Gid(GetParam())),
+            0);
+  const Outcome r = RunProbe(
+      "fs06_output_names",
+      {{"taken", {"linked/victim.txt", "linked/new.txt", "collide/y.txt", "existing.txt"}}},
+      {"--output-dir", dir});
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["create .."], json("EISDIR"));
+  std::string deep;
+  for (int i = 0; i < 14; ++i) deep += std::string(200, 'n') + "/";
+  deep += "deep.txt";
+  const std::vector<std::string> odd = {
+      std::string(251, 'x') + ".txt", "...", "..txt", " ..", "-rf", "a\\b", "new\nline", "a:b"};
+  std::map<std::string, json> files = Listed(r);
+  EXPECT_EQ(files.size(), odd.size() + 5) << r.json["files"];
+  EXPECT_EQ(files[deep]["returned"], true);
+  EXPECT_EQ(ReadHostFile(dir + "/" + deep), "deep\n");
+  for (const std::string& name : odd) {
+    EXPECT_EQ(files[name]["returned"], true) << name;
+    EXPECT_EQ(ReadHostFile(dir + "/" + name), "odd name\n") << name;
+  }
+  EXPECT_EQ(files["existing.txt"]["returned"], true);
+  EXPECT_EQ(ReadHostFile(dir + "/existing.txt"), "from the sandbox\n");
+  for (const char* taken : {"linked/victim.txt", "linked/new.txt", "collide/y.txt"}) {
+    ASSERT_TRUE(files.count(taken)) << taken;
+    EXPECT_EQ(files[taken]["returned"], false) << taken;
+    EXPECT_THAT(Reason(files[taken]), HasSubstr("not written to --output-dir")) << taken;
+  }
+  EXPECT_THAT(Reason(files["linked/new.txt"]), HasSubstr("a link is in the way"));
+  EXPECT_EQ(ReadHostFile(outside + "/victim.txt"), "host file\n");
+  EXPECT_EQ(FilesUnder(outside), std::vector<std::string>{"victim.txt"});
+  EXPECT_EQ(ReadHostFile(dir + "/collide"), "host file\n");
+  std::vector<std::string> beside;
+  for (const auto& entry : std::filesystem::directory_iterator(host.Path())) {
+    beside.push_back(entry.path().filename());
+  }
+  std::sort(beside.begin(), beside.end());
+  EXPECT_EQ(beside, (std::vector<std::string>{"out", "outside"})) << "written beside --output-dir";
+  std::vector<std::string> expected = {deep, "collide", "existing.txt"};
+  expected.insert(expected.end(), odd.begin(), odd.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(FilesUnder(dir), expected);
+}
+
 // 100000 x 100000 pixels claimed, nothing behind: returned as the bytes it is.
 std::string LyingPng() {
   std::string png("\x89PNG\r\n\x1a\n", 8);
