@@ -509,13 +509,15 @@ TEST_P(Adversarial, FS_06_ALeaseOnAnOutputDoesNotHoldTheCollector) {
   KillAll(left);
 }
 
-// Issue 23, part 4: a file that grows while it is read. A daemon of the run sets an output to
-// 16 bytes and to 1 GiB (sparse: the workspace's size) and back, for ever; in a session it does
-// so during the walk. What holds it: the collector reads at most MCP_EXEC_MAX_OUTPUT_FILE_BYTES
-// + 1 bytes from the descriptor it opened, whatever size it saw, and lists a file that had more
-// as too large. So the file comes back whole at one size or as its first bytes and zeros up to
-// the cap, or is listed too large; the supervisor's memory stays small. It fails if the read
-// trusts the size of fstatat or fstat, or reads to the end of the file.
+// Issue 23, part 4: a file that grows while it is read. A daemon of the run flips four outputs
+// between 16 bytes and 1 GiB (sparse: the workspace's size), each at its own pace, for ever; in
+// a session it does so during the walk. What holds it: the collector reads at most
+// MCP_EXEC_MAX_OUTPUT_FILE_BYTES + 1 bytes from the descriptor it opened, whatever size it saw,
+// and lists a file that had more as too large. So a file comes back whole at 16 bytes or as its
+// first bytes and zeros up to the cap, or is listed too large; the supervisor's memory stays
+// small. It fails if the read trusts the size of fstatat or fstat, or reads to the end of the
+// file. Checked by mutation: a read to the end fails it in the one-shot twins (where the
+// daemon's last sizes are read); in the session twin the daemon cuts such a read short.
 TEST_P(Adversarial, FS_06_AFileThatGrowsWhileReadIsReadWithinTheCap) {
   OutputDir out(GetParam());
   const std::string marker = NewMarker("fs06-grower");
@@ -528,16 +530,19 @@ TEST_P(Adversarial, FS_06_AFileThatGrowsWhileReadIsReadWithinTheCap) {
   EXPECT_EQ(o["truncate to RLIMIT_FSIZE"], json("ok")) << "positive control";
   EXPECT_EQ(o["grower announced"], json("growing")) << "positive control: the daemon ran";
   std::map<std::string, json> files = Listed(r);
-  ASSERT_TRUE(files.count("grows.bin")) << r.json["files"];
-  const json& f = files["grows.bin"];
-  EXPECT_LE(f.value("size", uint64_t{0}), uint64_t{1} << 30) << f;
-  if (f["returned"] == true) {
-    const std::string data = ReadHostFile(out.Path() + "/grows.bin");
-    EXPECT_LE(data.size(), 1u << 20);
-    EXPECT_EQ(data.substr(0, 16), "sandbox grows\n..");
-    EXPECT_EQ(data.find_first_not_of('\0', 16), std::string::npos) << "bytes past the head";
-  } else {
-    EXPECT_THAT(Reason(f), HasSubstr("larger than MCP_EXEC_MAX_OUTPUT_FILE_BYTES")) << f;
+  for (int n = 0; n < 4; ++n) {
+    const std::string name = "grows-" + std::to_string(n) + ".bin";
+    ASSERT_TRUE(files.count(name)) << r.json["files"];
+    const json& f = files[name];
+    EXPECT_LE(f.value("size", uint64_t{0}), uint64_t{1} << 30) << f;
+    if (f["returned"] == true) {
+      const std::string data = ReadHostFile(out.Path() + "/" + name);
+      EXPECT_LE(data.size(), 1u << 20);
+      EXPECT_EQ(data.substr(0, 16), "sandbox grows\n..");
+      EXPECT_EQ(data.find_first_not_of('\0', 16), std::string::npos) << "bytes past the head";
+    } else {
+      EXPECT_THAT(Reason(f), HasSubstr("larger than MCP_EXEC_MAX_OUTPUT_FILE_BYTES")) << f;
+    }
   }
   EXPECT_EQ(files["z-control.txt"]["returned"], true);
   EXPECT_LT(r.elapsed, milliseconds(10'000)) << r.Describe();
