@@ -86,7 +86,7 @@ TEST_P(Adversarial, RES_08_SetsidDaemonDoesNotOutliveTheRun) {
   KillAll(left);
 }
 
-// One line of /proc/PID/cgroup: a hierarchy's controllers ("" for cgroup v2) and the path.
+// The lines of /proc/PID/cgroup: each hierarchy's controllers ("" for cgroup v2) and path.
 std::vector<std::pair<std::string, std::string>> CgroupsOf(const std::string& pid) {
   std::vector<std::pair<std::string, std::string>> lines;
   std::istringstream in(ReadHostFile("/proc/" + pid + "/cgroup"));
