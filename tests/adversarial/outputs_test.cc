@@ -16,6 +16,7 @@
 #include <future>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -350,6 +351,271 @@ TEST_P(Adversarial, FS_06_FilesRewrittenAfterTheProgramExitsAreCollectedWhole) {
     for (size_t i = 0; i < versions.size(); ++i) EXPECT_EQ(versions[i] % 16, long(i)) << i;
     EXPECT_GE(*low, kVersions - 15);
   }
+}
+
+// What fs06_swap_race's pairs may be listed as: the types each name can have, and the content
+// a returned file must have (the sandbox's own bytes, whichever name it was read under).
+struct Swappable {
+  std::set<std::string> types;
+  std::string content;
+};
+
+// What a listed entry was when the collector looked: "file" when returned, the type a skipped
+// non-file names in its reason, or "" when the result does not say (the open failed, a cap).
+std::string SeenAs(const json& file) {
+  if (file["returned"] == true) return "file";
+  const std::string reason = Reason(file);
+  const std::string prefix = "not a regular file (";
+  if (reason.rfind(prefix, 0) != 0 || reason.back() != ')') return "";
+  return reason.substr(prefix.size(), reason.size() - prefix.size() - 1);
+}
+
+std::map<std::string, Swappable> SwapRaceEntries(int pairs) {
+  std::map<std::string, Swappable> entries;
+  for (int n = 0; n < pairs; ++n) {
+    const std::string content = "sandbox file " + std::to_string(n) + "\n";
+    for (const char* name : {"f-", "l-"}) {
+      entries[name + std::to_string(n) + ".txt"] = {{"file", "symlink"}, content};
+    }
+  }
+  for (int n = 0; n < pairs / 2; ++n) {
+    const std::string d = "d-" + std::to_string(n), p = "p-" + std::to_string(n);
+    const std::string e = "e-" + std::to_string(n), h = "h-" + std::to_string(n);
+    for (const std::string& name : {d, p}) {
+      entries[name] = {{"directory", "fifo"}, ""};
+      entries[name + "/z-inner.txt"] = {{"file"}, "sandbox inner " + d + "\n"};
+    }
+    for (const std::string& name : {e, h}) {
+      entries[name] = {{"directory", "symlink"}, ""};
+      entries[name + "/z-inner.txt"] = {{"file"}, "sandbox inner " + e + "\n"};
+    }
+  }
+  return entries;
+}
+
+// Issue 23, part 4: the walk against swap races. Daemons of the run swap, for ever, a file for a
+// link to a host file (or to the supervisor's /proc/self/environ), a directory for a FIFO, and a
+// directory of 150 empty ones for a link to a host directory that holds a z-inner.txt of its own
+// and a file whose name holds a token. In a session the collector walks while they swap (they
+// die with the session, after the result); in a one-shot run they are dead first. What holds
+// it: every lookup is openat2 with RESOLVE_NO_SYMLINKS beneath the descriptor of the directory
+// being walked, directories are opened O_DIRECTORY and files O_NONBLOCK, and a file is read only
+// if fstat of the open descriptor says it is a regular file. It fails if the walk follows a link
+// (host names or bytes in the result), opens a FIFO that may wait (the run hangs), or lists an
+// entry as something it never was (a returned "symlink", a name that is not the sandbox's).
+// Checked by mutation on the build host: a walk that opened e-N/z-inner.txt by its path from
+// /tmp/outputs (O_NOFOLLOW, which guards the last component only) brought the host's file back
+// in 6 runs of 6 in the session twin as the unprivileged user; as root, where the run's cgroup
+// shares the CPU among the daemons, in about half. --cpus 8: at the default one CPU of bandwidth
+// the three spinning daemons are throttled for most of each period.
+TEST_P(Adversarial, FS_06_SwapRacesInOutputsBringNoHostBytesAndNothingWaits) {
+  constexpr int kPairs = 16;
+  const std::string file_token = RandomToken(), env_token = RandomToken();
+  const std::string dir_token = RandomToken();
+  const std::string host_file = HostSetup::Get().WriteSharedFile(
+      "fs06-swap-" + ModeName(GetParam()), "host secret " + file_token + "\n");
+  ModeOwnedDir host_dir(GetParam());
+  ASSERT_EQ(host_dir.Problem(), "");
+  WriteFile(host_dir.Path() + "/host-" + dir_token, "host secret " + dir_token + "\n");
+  WriteFile(host_dir.Path() + "/z-inner.txt", "host secret " + dir_token + "\n");
+  OutputDir out(GetParam());
+  const std::string marker = NewMarker("fs06-swapper");
+  LaunchOptions options = WithEnv({"FS06_SUPERVISOR_SECRET=" + env_token});
+  BackgroundRun run =
+      StartProbe("fs06_swap_race",
+                 {{"host_file", host_file},
+                  {"host_dir", host_dir.Path()},
+                  {"pairs", kPairs},
+                  {"marker", marker}},
+                 {"--output-dir", out.Path(), "--max-output-files", "64", "--cpus", "8"}, options);
+  const Outcome r = WaitAtMost(run, std::chrono::seconds(30));
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["symlink"], json({"ok"})) << "positive control";
+  EXPECT_EQ(o["mkfifo"], json({"ok"})) << "positive control";
+  EXPECT_EQ(o["mkdir"], json({"ok"})) << "positive control";
+  EXPECT_EQ(o["swappers announced"], json("sss")) << "positive control: every pair swapped";
+  EXPECT_LT(r.elapsed, milliseconds(10'000)) << r.Describe();
+
+  const std::map<std::string, Swappable> entries = SwapRaceEntries(kPairs);
+  std::map<std::string, json> files = Listed(r);
+  EXPECT_FALSE(files.empty()) << r.Describe();
+  for (const auto& [path, f] : files) {
+    const auto expected = entries.find(path);
+    if (expected == entries.end()) {
+      ADD_FAILURE() << "listed, and not a name the sandbox made: " << f;
+      continue;
+    }
+    const std::string type = SeenAs(f);
+    if (!type.empty()) {
+      EXPECT_TRUE(expected->second.types.count(type)) << "listed as what it never was: " << f;
+    }
+    if (f["returned"] == true) {
+      EXPECT_EQ(ReadHostFile(out.Path() + "/" + path), expected->second.content) << path;
+    }
+  }
+  for (const std::string& written : FilesUnder(out.Path())) {
+    EXPECT_TRUE(files.count(written) && files[written]["returned"] == true)
+        << "in --output-dir, not returned: " << written;
+  }
+  // Every name is there at every moment (RENAME_EXCHANGE), so the walk lists each, or walks it.
+  for (const auto& [path, expected] : entries) {
+    if (path.find('/') != std::string::npos) continue;
+    EXPECT_TRUE(files.count(path) || files.count(path + "/z-inner.txt")) << path << " is missing";
+  }
+  if (!InSession()) {
+    // The daemon died before the walk: one file in each pair, read whole.
+    for (int n = 0; n < kPairs; ++n) {
+      const std::string f = "f-" + std::to_string(n) + ".txt",
+                        l = "l-" + std::to_string(n) + ".txt";
+      EXPECT_NE(files[f]["returned"] == true, files[l]["returned"] == true) << f << " and " << l;
+    }
+  }
+  ExpectNoneOf({file_token, env_token, dir_token}, r, out.Path());
+  const std::vector<HostProcess> left = FindProcesses(marker);
+  EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+  KillAll(left);
+  unlink(host_file.c_str());
+}
+
+// Issue 23, part 4: leases. A daemon of the run holds a write lease on an output and ignores
+// the lease-break signal, so any open of the file that may wait does, for the kernel's
+// lease-break-time (45 s). What holds it: the collector opens files O_NONBLOCK, which a lease
+// answers with EWOULDBLOCK instead of a wait; and in a one-shot run it reads only after every
+// process of the run is gone, the lease with them. In a session the holder still runs during
+// the walk: the file is listed, not returned, and the walk goes on to the next. It fails if
+// that open may block (the run takes 45 s), or if a one-shot run reads before the run is dead.
+TEST_P(Adversarial, FS_06_ALeaseOnAnOutputDoesNotHoldTheCollector) {
+  OutputDir out(GetParam());
+  const std::string marker = NewMarker("fs06-lease");
+  BackgroundRun run = StartProbe("fs06_lease", {{"marker", marker}}, out.Args());
+  const Outcome r = WaitAtMost(run, std::chrono::seconds(90));
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["F_SETLEASE F_WRLCK"], json("ok")) << "positive control: the lease was taken";
+  EXPECT_EQ(o["open O_RDONLY|O_NONBLOCK beside the lease"], json("EAGAIN"))
+      << "positive control: the lease holds against another open";
+  EXPECT_LT(r.elapsed, milliseconds(10'000)) << "the collector waited on the lease" << r.Describe();
+  std::map<std::string, json> files = Listed(r);
+  ASSERT_TRUE(files.count("leased.csv")) << r.json["files"];
+  if (InSession()) {
+    EXPECT_EQ(files["leased.csv"]["returned"], false) << files["leased.csv"];
+    EXPECT_EQ(FilesUnder(out.Path()), std::vector<std::string>{"z-control.txt"});
+  } else {
+    EXPECT_EQ(files["leased.csv"]["returned"], true) << files["leased.csv"];
+    EXPECT_EQ(ReadHostFile(out.Path() + "/leased.csv"), "a,b\n1,2\n");
+  }
+  EXPECT_EQ(files["z-control.txt"]["returned"], true) << "the walk went on after it";
+  const std::vector<HostProcess> left = FindProcesses(marker);
+  EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+  KillAll(left);
+}
+
+// Issue 23, part 4: a file that grows while it is read. A daemon of the run flips four outputs
+// between 16 bytes and 1 GiB (sparse: the workspace's size), each at its own pace, for ever; in
+// a session it does so during the walk. What holds it: the collector reads at most
+// MCP_EXEC_MAX_OUTPUT_FILE_BYTES + 1 bytes from the descriptor it opened, whatever size it saw,
+// and lists a file that had more as too large. So a file comes back whole at 16 bytes or as its
+// first bytes and zeros up to the cap, or is listed too large; the supervisor's memory stays
+// small. It fails if the read trusts the size of fstatat or fstat, or reads to the end of the
+// file. Checked by mutation: a read to the end fails it in the one-shot twins (where the
+// daemon's last sizes are read); in the session twin the daemon cuts such a read short.
+TEST_P(Adversarial, FS_06_AFileThatGrowsWhileReadIsReadWithinTheCap) {
+  OutputDir out(GetParam());
+  const std::string marker = NewMarker("fs06-grower");
+  BackgroundRun run =
+      StartProbe("fs06_growing", {{"marker", marker}},
+                 {"--output-dir", out.Path(), "--workspace-bytes", "1g"}, SamplingPeakMemory());
+  const Outcome r = WaitAtMost(run, std::chrono::seconds(30));
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["RLIMIT_FSIZE"], 1 << 30);
+  EXPECT_EQ(o["truncate to RLIMIT_FSIZE"], json("ok")) << "positive control";
+  EXPECT_EQ(o["grower announced"], json("growing")) << "positive control: the daemon ran";
+  std::map<std::string, json> files = Listed(r);
+  for (int n = 0; n < 4; ++n) {
+    const std::string name = "grows-" + std::to_string(n) + ".bin";
+    ASSERT_TRUE(files.count(name)) << r.json["files"];
+    const json& f = files[name];
+    EXPECT_LE(f.value("size", uint64_t{0}), uint64_t{1} << 30) << f;
+    if (f["returned"] == true) {
+      const std::string data = ReadHostFile(out.Path() + "/" + name);
+      EXPECT_LE(data.size(), 1u << 20);
+      EXPECT_EQ(data.substr(0, 16), "sandbox grows\n..");
+      EXPECT_EQ(data.find_first_not_of('\0', 16), std::string::npos) << "bytes past the head";
+    } else {
+      EXPECT_THAT(Reason(f), HasSubstr("larger than MCP_EXEC_MAX_OUTPUT_FILE_BYTES")) << f;
+    }
+  }
+  EXPECT_EQ(files["z-control.txt"]["returned"], true);
+  EXPECT_LT(r.elapsed, milliseconds(10'000)) << r.Describe();
+  EXPECT_GT(r.peak_rss_kib, 1024) << "positive control: mcp-exec's memory was sampled";
+  EXPECT_LT(r.peak_rss_kib, 64 * 1024) << "the supervisor read past the cap";
+  const std::vector<HostProcess> left = FindProcesses(marker);
+  EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+  KillAll(left);
+}
+
+// Issue 23, part 4: --output-dir against the names a program chooses. The caller's directory
+// already holds a link out of it (linked -> a directory beside it), a file where the program
+// puts a directory (collide), and a file the program's replaces (existing.txt). What holds it:
+// WriteOutputDir creates each component beneath the directory's descriptor with openat2
+// (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), and names come from the walk's readdir, so none
+// holds "/" or is "..". It fails if a name or a link takes a write out of the directory, if a
+// deep or odd name lands anywhere but at its path, or if the pre-planted link is followed.
+TEST_P(Adversarial, FS_06_OutputNamesStayInTheOutputDir) {
+  ModeOwnedDir host(GetParam());
+  ASSERT_EQ(host.Problem(), "");
+  const std::string dir = host.Path() + "/out", outside = host.Path() + "/outside";
+  for (const std::string& d : {dir, outside}) {
+    ASSERT_EQ(mkdir(d.c_str(), 0755), 0) << d;
+    ASSERT_EQ(chown(d.c_str(), HostSetup::Get().Uid(GetParam()), HostSetup::Get().Gid(GetParam())),
+              0);
+  }
+  WriteFile(outside + "/victim.txt", "host file\n");
+  ASSERT_EQ(symlink(outside.c_str(), (dir + "/linked").c_str()), 0);
+  WriteFile(dir + "/collide", "host file\n");
+  WriteFile(dir + "/existing.txt", "host file, to be replaced\n");
+  ASSERT_EQ(chown((dir + "/existing.txt").c_str(), HostSetup::Get().Uid(GetParam()),
+                  HostSetup::Get().Gid(GetParam())),
+            0);
+  const Outcome r = RunProbe(
+      "fs06_output_names",
+      {{"taken", {"linked/victim.txt", "linked/new.txt", "collide/y.txt", "existing.txt"}}},
+      {"--output-dir", dir});
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["create .."], json("EISDIR"));
+  std::string deep;
+  for (int i = 0; i < 14; ++i) deep += std::string(200, 'n') + "/";
+  deep += "deep.txt";
+  const std::vector<std::string> odd = {
+      std::string(251, 'x') + ".txt", "...", "..txt", " ..", "-rf", "a\\b", "new\nline", "a:b"};
+  std::map<std::string, json> files = Listed(r);
+  EXPECT_EQ(files.size(), odd.size() + 5) << r.json["files"];
+  EXPECT_EQ(files[deep]["returned"], true);
+  EXPECT_EQ(ReadHostFile(dir + "/" + deep), "deep\n");
+  for (const std::string& name : odd) {
+    EXPECT_EQ(files[name]["returned"], true) << name;
+    EXPECT_EQ(ReadHostFile(dir + "/" + name), "odd name\n") << name;
+  }
+  EXPECT_EQ(files["existing.txt"]["returned"], true);
+  EXPECT_EQ(ReadHostFile(dir + "/existing.txt"), "from the sandbox\n");
+  for (const char* taken : {"linked/victim.txt", "linked/new.txt", "collide/y.txt"}) {
+    ASSERT_TRUE(files.count(taken)) << taken;
+    EXPECT_EQ(files[taken]["returned"], false) << taken;
+    EXPECT_THAT(Reason(files[taken]), HasSubstr("not written to --output-dir")) << taken;
+  }
+  EXPECT_THAT(Reason(files["linked/new.txt"]), HasSubstr("a link is in the way"));
+  EXPECT_EQ(ReadHostFile(outside + "/victim.txt"), "host file\n");
+  EXPECT_EQ(FilesUnder(outside), std::vector<std::string>{"victim.txt"});
+  EXPECT_EQ(ReadHostFile(dir + "/collide"), "host file\n");
+  std::vector<std::string> beside;
+  for (const auto& entry : std::filesystem::directory_iterator(host.Path())) {
+    beside.push_back(entry.path().filename());
+  }
+  std::sort(beside.begin(), beside.end());
+  EXPECT_EQ(beside, (std::vector<std::string>{"out", "outside"})) << "written beside --output-dir";
+  std::vector<std::string> expected = {deep, "collide", "existing.txt"};
+  expected.insert(expected.end(), odd.begin(), odd.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(FilesUnder(dir), expected);
 }
 
 // 100000 x 100000 pixels claimed, nothing behind: returned as the bytes it is.

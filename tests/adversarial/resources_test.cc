@@ -6,9 +6,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -78,6 +84,196 @@ TEST_P(Adversarial, RES_08_SetsidDaemonDoesNotOutliveTheRun) {
   EXPECT_THAT(left, ::testing::IsEmpty())
       << "left running after the result: " << DescribeProcesses(left);
   KillAll(left);
+}
+
+// The lines of /proc/PID/cgroup: each hierarchy's controllers ("" for cgroup v2) and path.
+std::vector<std::pair<std::string, std::string>> CgroupsOf(const std::string& pid) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::istringstream in(ReadHostFile("/proc/" + pid + "/cgroup"));
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    lines.emplace_back(line.substr(first + 1, second - first - 1), line.substr(second + 1));
+  }
+  return lines;
+}
+
+// The host directory of cgroup `path` in the hierarchy of `controllers`, from this process's
+// mountinfo; "" when no mount of that hierarchy shows it.
+std::string CgroupDirOnHost(const std::string& controllers, const std::string& path) {
+  std::istringstream in(ReadHostFile("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, device, root, point, word;
+    fields >> id >> parent >> device >> root >> point;
+    while (fields >> word && word != "-") {
+    }
+    std::string type, source, options;
+    fields >> type >> source >> options;
+    if (controllers.empty() ? type != "cgroup2" : type != "cgroup") continue;
+    bool all = true;
+    std::istringstream wanted(controllers);
+    for (std::string c; std::getline(wanted, c, ',');) {
+      all = all && ("," + options + ",").find("," + c + ",") != std::string::npos;
+    }
+    if (!all || path.rfind(root == "/" ? "" : root, 0) != 0) continue;
+    return point + path.substr(root == "/" ? 0 : root.size());
+  }
+  return "";
+}
+
+// The mount table of this process's namespace: one "mount id, mount point" per mount.
+std::set<std::string> HostMounts() {
+  std::set<std::string> mounts;
+  std::istringstream in(ReadHostFile("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, device, root, point;
+    fields >> id >> parent >> device >> root >> point;
+    mounts.insert(id + " " + point);
+  }
+  return mounts;
+}
+
+// Entries directly in `dirs` owned by `uid`.
+std::set<std::string> EntriesOwnedBy(std::initializer_list<const char*> dirs, uid_t uid) {
+  std::set<std::string> found;
+  for (const char* dir : dirs) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      struct stat st {};
+      if (lstat(entry.path().c_str(), &st) == 0 && st.st_uid == uid) found.insert(entry.path());
+    }
+  }
+  return found;
+}
+
+// Host processes whose namespace `ns` (e.g. "pid") is `link` (readlink of /proc/PID/ns/ns) and
+// that started no later than `ticks` (clock ticks since boot): a namespace's inode number is
+// reused once it is freed, by sandboxes made afterwards.
+std::vector<std::string> ProcessesInNamespace(const std::string& ns, const std::string& link,
+                                              unsigned long long ticks) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = entry.path().filename();
+    if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
+    std::error_code rec;
+    if (std::filesystem::read_symlink(entry.path() / "ns" / ns, rec).string() != link) continue;
+    const std::string stat = ReadHostFile("/proc/" + pid + "/stat");
+    std::istringstream rest(stat.substr(stat.rfind(')') + 1));
+    std::string field;
+    for (int i = 0; i < 20 && rest >> field; ++i) {
+    }
+    if (!field.empty() && std::stoull(field) <= ticks) found.push_back(pid);
+  }
+  return found;
+}
+
+// Polls until `pid` catches `signal` (SigCgt in /proc/PID/status), for at most 10 s: a daemon
+// that has set its handler up. False when it never did.
+bool WaitUntilCaught(const std::string& pid, int signal) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    std::istringstream in(ReadHostFile("/proc/" + pid + "/status"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("SigCgt:", 0) == 0 &&
+          (std::stoull(line.substr(7), nullptr, 16) >> (signal - 1) & 1) != 0) {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(5));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
+
+unsigned long long NowTicks() {
+  return static_cast<unsigned long long>(
+      std::stod(ReadHostFile("/proc/uptime")) * static_cast<double>(sysconf(_SC_CLK_TCK)) + 1);
+}
+
+// Invariant 7 from the host's side. The run's daemon (RES-08's, which also holds files of the
+// workspace and of /dev/shm open, after tries at another cgroup, a cgroup namespace and a mount
+// over /tmp/outputs) is looked at from the host while it runs: its cgroups that are not this
+// process's are the run's (none with the rlimit backend), its namespaces that are not this
+// process's are the run's. After the result: no process carries the marker or is in any of
+// those namespaces (so the run's mount namespace, and the workspace tmpfs that lives only there,
+// are gone), none of those cgroup directories is left, the host has no new mount, and nothing
+// owned by the run's host uid appeared in TMPDIR (given to mcp-exec), /tmp, /var/tmp or
+// /dev/shm. What holds it: the PID namespace ends with its init, the cgroup is killed and
+// removed by RunCgroup::Finish, and the workspace is a mount of the run's own namespace. It fails
+// if a daemon survives (in any namespace of the run), if a run's cgroup directory is not removed,
+// or if the supervisor leaves a mount or a directory on the host.
+TEST_P(Adversarial, RES_08_NothingOfARunRemainsOnTheHost) {
+  const std::string marker = NewMarker("teardown");
+  ModeOwnedDir tmpdir(GetParam());
+  ASSERT_EQ(tmpdir.Problem(), "");
+  const uid_t host_uid = runner_.ExpectedHostUid();
+  const std::set<std::string> mounts_before = HostMounts();
+  const std::set<std::string> owned_before =
+      EntriesOwnedBy({"/tmp", "/var/tmp", "/dev/shm"}, host_uid);
+  BackgroundRun run = StartProbe("res08_nothing_remains", {{"marker", marker}}, {"--timeout", "30"},
+                                 WithEnv({"TMPDIR=" + tmpdir.Path()}));
+  const std::vector<HostProcess> daemons = WaitForProcesses(marker, 1, milliseconds(10'000));
+  ASSERT_EQ(daemons.size(), 1u) << "positive control: the daemon ran";
+  const std::string daemon = std::to_string(daemons[0].pid);
+  std::map<std::string, std::string> own_cgroups;
+  for (const auto& [controllers, path] : CgroupsOf("self")) own_cgroups[controllers] = path;
+  std::vector<std::string> run_cgroups;
+  for (const auto& [controllers, path] : CgroupsOf(daemon)) {
+    if (own_cgroups[controllers] == path) continue;
+    const std::string dir = CgroupDirOnHost(controllers, path);
+    EXPECT_NE(dir, "") << "no mount shows the run's cgroup " << controllers << ":" << path;
+    EXPECT_EQ(access(dir.c_str(), F_OK), 0) << "positive control: " << dir;
+    run_cgroups.push_back(dir);
+  }
+  std::map<std::string, std::string> run_namespaces;
+  for (const char* ns : {"pid", "mnt", "net", "ipc", "uts", "user", "cgroup"}) {
+    std::error_code ec;
+    const std::string link =
+        std::filesystem::read_symlink("/proc/" + daemon + "/ns/" + ns, ec).string();
+    if (link != std::filesystem::read_symlink(std::string("/proc/self/ns/") + ns, ec).string()) {
+      run_namespaces[ns] = link;
+    }
+  }
+  EXPECT_TRUE(WaitUntilCaught(daemon, SIGUSR1)) << "the daemon never set its handler up";
+  EXPECT_EQ(kill(daemons[0].pid, SIGUSR1), 0);
+  const Outcome r = run.Wait();
+  const unsigned long long ended = NowTicks();
+  json o = ContainedReport(r);
+  EXPECT_EQ(o["daemon"], json("ready"));
+  EXPECT_EQ(o["host's signal"], json("go")) << "positive control: the host reached the daemon";
+  EXPECT_THAT(o["write own pid to /sys/fs/cgroup/cgroup.procs"].get<std::string>(),
+              ::testing::AnyOf("ENOENT", "EROFS", "EACCES"));
+  for (const char* ns : {"pid", "mnt", "net", "ipc", "uts", "user"}) {
+    EXPECT_TRUE(run_namespaces.count(ns)) << "positive control: the run has its own " << ns;
+  }
+  if (r.json.value("limits_backend", "") != "rlimit") {
+    EXPECT_FALSE(run_cgroups.empty()) << "positive control: the run's cgroups were seen";
+  }
+
+  const std::vector<HostProcess> left = FindProcesses(marker);
+  EXPECT_THAT(left, ::testing::IsEmpty()) << "left running: " << DescribeProcesses(left);
+  KillAll(left);
+  for (const auto& [ns, link] : run_namespaces) {
+    EXPECT_THAT(ProcessesInNamespace(ns, link, ended), ::testing::IsEmpty())
+        << "processes left in the run's " << link;
+  }
+  for (const std::string& dir : run_cgroups) {
+    EXPECT_NE(access(dir.c_str(), F_OK), 0) << "the run's cgroup is left: " << dir;
+  }
+  std::vector<std::string> new_mounts;
+  for (const std::string& m : HostMounts()) {
+    if (!mounts_before.count(m)) new_mounts.push_back(m);
+  }
+  EXPECT_THAT(new_mounts, ::testing::IsEmpty()) << "mounts the run left on the host";
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(tmpdir.Path()), {}), 0)
+      << "mcp-exec left files in TMPDIR " << tmpdir.Path();
+  std::vector<std::string> appeared;
+  for (const std::string& e : EntriesOwnedBy({"/tmp", "/var/tmp", "/dev/shm"}, host_uid)) {
+    if (!owned_before.count(e)) appeared.push_back(e);
+  }
+  EXPECT_THAT(appeared, ::testing::IsEmpty()) << "files of the run's uid left on the host";
 }
 
 // A host process of the same host uid as the sandbox's user (the one kill(-1) would reach
