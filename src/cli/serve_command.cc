@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 
 #include "cli/readiness.h"
@@ -82,6 +83,10 @@ int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& 
   options.auth_token = config.auth_token;
   options.max_body_bytes = config::MaxMessageBytes(config);
   options.metrics_need_token = config.metrics_auth == config::MetricsAuth::kToken;
+  options.read_timeout = std::chrono::seconds(config.http_read_timeout_s);
+  options.request_timeout = std::chrono::seconds(config.http_request_timeout_s);
+  options.write_timeout = std::chrono::seconds(config.http_write_timeout_s);
+  options.min_transfer_rate = config.http_min_rate;
   options.write_metrics = [&sources](metrics::TextWriter& out) { WriteServeMetrics(out, sources); };
   options.readiness = [engine = sources.engine] {
     return JudgeReadiness(GatherReadiness(engine->Plan(), *engine));

@@ -34,6 +34,16 @@ int ToMs(std::chrono::milliseconds d) {
   return static_cast<int>(std::clamp<int64_t>(d.count(), 0, 24 * 3600 * 1000));
 }
 
+// When a transfer of `bytes` begun at `start` must be done: its timeout, as a grace for the first
+// byte, plus its size at the minimum rate (none: never).
+Clock::time_point TransferDeadline(Clock::time_point start, std::chrono::milliseconds grace,
+                                   size_t bytes, size_t min_rate) {
+  if (min_rate == 0) return Clock::time_point::max();
+  const auto at_rate = std::chrono::milliseconds(static_cast<int64_t>(
+      std::min<uint64_t>(bytes, uint64_t{1} << 40) * 1000 / min_rate));
+  return start + grace + at_rate;
+}
+
 // Polls `fd` for `events` and `stop_fd` for readability. 1 when `fd` is ready, 0 on timeout,
 // -1 on stop or error.
 int PollWithStop(int fd, short events, int stop_fd, int timeout_ms) {
@@ -179,10 +189,23 @@ class Connection::Impl final : public StreamSink {
     return false;
   }
 
-  int ReadWaitMs() const { return std::min(ToMs(limits_.read_timeout), RemainingMs(deadline_)); }
+  // The read timeout, the request's deadline, and the minimum rate of what was received since
+  // the transfer began: a client that sends a byte just before each read timeout is still cut.
+  int ReadWaitMs() const {
+    const auto rate_deadline = TransferDeadline(transfer_start_, limits_.read_timeout,
+                                                transferred_, limits_.min_transfer_rate);
+    return std::min({ToMs(limits_.read_timeout), RemainingMs(deadline_),
+                     RemainingMs(rate_deadline)});
+  }
 
-  // Waits (read timeout, request deadline, stop) and receives into `buf`. > 0 bytes read; 0 on
-  // EOF; -1 on timeout, stop or error (`timed_out_` tells a timeout apart).
+  // The transfer whose rate ReadWaitMs() checks starts now (a request, then its body).
+  void StartTransfer() {
+    transfer_start_ = Clock::now();
+    transferred_ = 0;
+  }
+
+  // Waits (read timeout, request deadline, minimum rate, stop) and receives into `buf`. > 0
+  // bytes read; 0 on EOF; -1 on timeout, stop or error (`timed_out_` tells a timeout apart).
   ssize_t Receive(char* buf, size_t size) {
     while (true) {
       const int wait = ReadWaitMs();
@@ -191,6 +214,7 @@ class Connection::Impl final : public StreamSink {
       if (ready <= 0) return -1;
       const ssize_t n = recv(sock_, buf, size, MSG_DONTWAIT);
       if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (n > 0) transferred_ += static_cast<size_t>(n);
       return n < 0 ? -1 : n;
     }
   }
@@ -205,11 +229,15 @@ class Connection::Impl final : public StreamSink {
   }
 
   // Sends the pieces in order, as one writev where the socket allows. False when the client does
-  // not read for longer than the write timeout, the server stops, or the peer is gone.
+  // not read for longer than the write timeout, takes the pieces slower than the minimum rate,
+  // the server stops, or the peer is gone.
   bool WriteAll(std::string_view a, std::string_view b = {}, std::string_view c = {}) {
     iovec iov[3] = {{const_cast<char*>(a.data()), a.size()},
                     {const_cast<char*>(b.data()), b.size()},
                     {const_cast<char*>(c.data()), c.size()}};
+    const auto deadline = TransferDeadline(Clock::now(), limits_.write_timeout,
+                                           a.size() + b.size() + c.size(),
+                                           limits_.min_transfer_rate);
     size_t first = 0;
     while (first < 3) {
       if (iov[first].iov_len == 0) {
@@ -222,7 +250,8 @@ class Connection::Impl final : public StreamSink {
       const ssize_t n = sendmsg(sock_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        if (PollWithStop(sock_, POLLOUT, stop_fd_, ToMs(limits_.write_timeout)) > 0) continue;
+        const int wait = std::min(ToMs(limits_.write_timeout), RemainingMs(deadline));
+        if (wait > 0 && PollWithStop(sock_, POLLOUT, stop_fd_, wait) > 0) continue;
         return false;
       }
       if (n < 0) return false;
@@ -250,6 +279,7 @@ class Connection::Impl final : public StreamSink {
   Next ServeOne(bool last) {
     deadline_ = Clock::now() + limits_.request_timeout;
     timed_out_ = false;
+    StartTransfer();
     HeadParse parse;
     size_t scanned = 0;
     while (true) {
@@ -326,10 +356,13 @@ class Connection::Impl final : public StreamSink {
       continue_due_ = false;
       if (!WriteAll(kContinue)) return BodyStatus::kFailed;
     }
+    StartTransfer();
+    timed_out_ = false;
     const BodyStatus status = head.framing == BodyFraming::kChunked
                                   ? ReadChunked(max_bytes, body)
                                   : ReadLength(static_cast<size_t>(head.content_length), body);
     if (status == BodyStatus::kOk) body_pending_ = false;
+    if (status == BodyStatus::kFailed && timed_out_) return BodyStatus::kTimedOut;
     return status;
   }
 
@@ -405,6 +438,8 @@ class Connection::Impl final : public StreamSink {
   const int keep_alive_s_;
   std::string in_;  // received and not yet used: the next head, or body bytes
   Clock::time_point deadline_ = Clock::now();
+  Clock::time_point transfer_start_ = Clock::now();  // of the request, then of its body
+  size_t transferred_ = 0;                           // bytes received since transfer_start_
   bool timed_out_ = false;
   bool body_pending_ = false;  // the current request's body has not been read (all of it)
   bool continue_due_ = false;  // the client waits for "100 Continue" before sending it

@@ -38,6 +38,11 @@ struct ConnectionLimits {
   std::chrono::milliseconds read_timeout{10000};        // a single read of a request
   std::chrono::milliseconds request_timeout{60000};     // reading a whole request, body included
   std::chrono::milliseconds write_timeout{10000};       // a single write of a response
+  // The slowest transfer allowed, in bytes per second, in each direction: a body (from where it
+  // starts) and each write of a response (a block of a stream included) must finish within its
+  // read or write timeout plus its size at this rate, so a client that trickles cannot hold a
+  // connection for long by sending, or taking, a byte just before each timeout. 0: no minimum.
+  size_t min_transfer_rate = 1024;
   HeadLimits head;                                      // size of a request head
 };
 
@@ -45,7 +50,8 @@ struct ConnectionLimits {
 enum class BodyStatus {
   kOk,        // the whole body was read
   kTooLarge,  // it is larger than the limit given (nothing more is read)
-  kFailed,    // malformed chunked framing, a timeout, or the client went away
+  kFailed,    // malformed chunked framing, or the client went away
+  kTimedOut,  // the body stalled for the read timeout, or came slower than the minimum rate
 };
 
 // One request, as a handler sees it. Belongs to the connection's thread.

@@ -372,6 +372,76 @@ TEST_F(ConnectionTest, ASlowHeadIsCutAtTheRequestDeadline) {
   EXPECT_TRUE(received_.starts_with("HTTP/1.1 408 Request Timeout\r\n")) << received_;
 }
 
+// A body that stops coming is cut at the read timeout, and the handler can tell a timeout
+// (408) from a client that went away.
+TEST_F(ConnectionTest, AStalledBodyTimesOut) {
+  limits_.read_timeout = 200ms;
+  std::atomic<int> status{-1};
+  handler_.handle = [&](Request& req, Response& res) {
+    std::string body;
+    status = static_cast<int>(req.ReadBody(1 << 20, &body));
+    res.status = 408;
+    res.close = true;
+  };
+  Start();
+  const auto start = Clock::now();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\nx");
+  ASSERT_TRUE(WaitEof(3s));
+  EXPECT_LT(Clock::now() - start, 1500ms);
+  EXPECT_EQ(status.load(), static_cast<int>(BodyStatus::kTimedOut));
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 408 Request Timeout\r\n")) << received_;
+}
+
+// A byte now and then, each well within the read timeout, is still too slow: the body must come
+// at the minimum rate once its grace (the read timeout) is over.
+TEST_F(ConnectionTest, ABodyTrickledBelowTheMinimumRateIsCut) {
+  limits_.read_timeout = 300ms;
+  limits_.request_timeout = 20s;
+  limits_.min_transfer_rate = 1000;  // bytes/s: a byte buys 1 ms
+  std::atomic<int> status{-1};
+  handler_.handle = [&](Request& req, Response& res) {
+    std::string body;
+    status = static_cast<int>(req.ReadBody(1 << 20, &body));
+    res.close = true;
+  };
+  Start();
+  const auto start = Clock::now();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\n");
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    while (!stop && send(client_.Get(), "x", 1, MSG_NOSIGNAL) == 1) {
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  const bool closed = WaitEof(5s);
+  stop = true;
+  drip.join();
+  ASSERT_TRUE(closed) << "a body trickled at 20 bytes/s still held its connection after 5 s";
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_EQ(status.load(), static_cast<int>(BodyStatus::kTimedOut));
+}
+
+// A client that takes its response slower than the minimum rate loses the connection, although
+// every write makes some progress within the write timeout.
+TEST_F(ConnectionTest, AClientReadingBelowTheMinimumRateIsCut) {
+  limits_.write_timeout = 300ms;
+  limits_.min_transfer_rate = 1 << 20;  // 1 MiB/s: a 1 MiB body gets 1.3 s
+  handler_.handle = [](Request&, Response& res) {
+    res.SetContent(std::string(1 << 20, 'x'), "text/plain");
+  };
+  Start();
+  const auto start = Clock::now();
+  Send(kGetA);
+  // About 200 KiB/s: the whole body would take 5 s.
+  char buf[4096];
+  while (!served_ && Clock::now() - start < 8s) {
+    if (recv(client_.Get(), buf, sizeof buf, MSG_DONTWAIT) == 0) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(served_.load());
+  EXPECT_LT(Clock::now() - start, 3s);
+}
+
 TEST_F(ConnectionTest, AnIdleConnectionIsClosedSilently) {
   limits_.keep_alive_timeout = 100ms;
   Start();

@@ -165,6 +165,7 @@ Result<int> HttpServer::Impl::Start() {
   limits.read_timeout = options_.read_timeout;
   limits.request_timeout = options_.request_timeout;
   limits.write_timeout = options_.write_timeout;
+  limits.min_transfer_rate = options_.min_transfer_rate;
   svr_ = std::make_unique<http::ConnectionServer>(limits, stop_fd_.Get(), *this);
 
   const Result<int> port = svr_->Listen(options_.listen.host, options_.listen.port, kListenBacklog);
@@ -284,6 +285,9 @@ bool HttpServer::Impl::ReadBody(const Request& req, Response& res, std::string* 
       break;
     case http::BodyStatus::kFailed:
       SendRpcError(res, 400, kTransportError, "Bad Request: could not read the body");
+      break;
+    case http::BodyStatus::kTimedOut:
+      SendRpcError(res, 408, kTransportError, "Request Timeout: the body came too slowly");
       break;
   }
   CloseConnection(res);

@@ -51,6 +51,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds request_timeout{60000};     // receiving a whole request, body included
   std::chrono::milliseconds write_timeout{10000};       // one write; a client that stops reading
                                                         // for longer is disconnected
+  // Bytes per second: a body, or a write of a response, slower than this (after its read or
+  // write timeout as a grace) loses its connection. 0: no minimum.
+  size_t min_transfer_rate = 1024;
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle connection between requests
   std::chrono::milliseconds sse_keep_alive{15000};      // comment on an idle event stream
 
