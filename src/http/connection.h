@@ -1,11 +1,13 @@
-// HTTP/1.1 connections: the listening socket and its event loop, which holds every connection
-// that is waiting for a request head, and on each connection the request loop: read a head
-// (request.h), admit it, let the handler read the body and fill a response, write the
-// response (fixed length, or streamed with chunked transfer-coding), and keep the connection
-// alive or close it. A connection holds a thread only while one of its requests is served: idle
-// and slow clients cost a socket, so they cannot starve the server of threads. Every wait has a
-// timeout and also ends when the server stops; a client that sends a head byte by byte is cut at
-// its deadline.
+// HTTP/1.1 connections: the listening socket and its event loop, and on each connection the
+// request loop: read a head (request.h), admit it, let the handler read the body and fill a
+// response, write the response (fixed length, or streamed with chunked transfer-coding), and
+// keep the connection alive or close it. The event loop holds every connection that waits for
+// something from its client or for its client to take an answer: it reads request heads, admits
+// them, answers those that admission answers (refusals, /healthz) without a thread, and reads the
+// body of an admitted request (Content-Length, up to a limit) before a thread is taken. A
+// connection holds a thread only while its handler runs and writes: idle, slow and non-reading
+// clients cost a socket, so they cannot starve the server of threads. Every wait has a deadline
+// and a minimum rate and also ends when the server stops.
 #pragma once
 
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -43,6 +46,10 @@ struct ConnectionLimits {
   // read or write timeout plus its size at this rate, so a client that trickles cannot hold a
   // connection for long by sending, or taking, a byte just before each timeout. 0: no minimum.
   size_t min_transfer_rate = 1024;
+  // An admitted request's Content-Length body up to this size is read by the event loop before
+  // the request takes a thread, so a body that stalls costs a socket, not a thread. Larger ones
+  // (and chunked ones) are read on the request's thread, with the same deadlines.
+  size_t max_loop_body_bytes = 8u << 20;
   HeadLimits head;                                      // size of a request head
 };
 
@@ -106,21 +113,32 @@ class Connection {
   void ServeUntilClosed();
 
   enum class Intake {
-    kWaiting,  // a request head is not complete yet
-    kReady,    // a whole head (or a malformed one, to be refused) is buffered: ServeReady()
-    kGone,     // the client closed the connection, or the socket failed
+    kWaiting,  // a request head, or an admitted request's body, is not complete yet: read more
+    kWriting,  // answers wait for the client to take them: wait until the socket is writable,
+               // and read nothing meanwhile (backpressure on pipelined requests)
+    kReady,    // a request needs its thread: ServeReady()
+    kGone,     // the client closed the connection, the socket failed, or it is to be closed
   };
-  // Reads what the socket holds without blocking (at most a head's worth beyond what is
-  // buffered).
-  Intake ReadAvailable();
-  // Serves every request whose head is buffered, reading bodies and writing responses with the
-  // usual timeouts. True when the connection stays open and waits for its next head; false when
-  // it is finished (destroy it to close it).
+  // Event loop side, never blocks: sends what answers are pending, reads what the socket holds
+  // (at most a head's worth, or an admitted body's, beyond what is buffered), admits each whole
+  // head, answers those that admission answers with a fixed response, and reads an admitted
+  // request's body (see ConnectionLimits::max_loop_body_bytes).
+  Intake Progress();
+  // When the event loop must give up on what it waits for from the client now: an answer not
+  // taken (write timeout, minimum rate) or an admitted body that does not come (read timeout,
+  // minimum rate). nullopt while it waits for a request head, whose deadlines the loop keeps.
+  std::optional<std::chrono::steady_clock::time_point> LoopDeadline() const;
+  // Requests answered or served on this connection so far.
+  size_t Served() const;
+  // Serves the request Progress() found ready, reading its body (unless the loop has) and writing
+  // its response with the usual deadlines. True when the connection stays open: give it back to
+  // the event loop, which calls Progress() at once (more may be buffered); false when it is
+  // finished (destroy it to close it).
   bool ServeReady();
   // Answers 408 without blocking, for a head not received in time; the caller then closes it.
   void RefuseSlowHead();
 
-  // Bytes of a request head have arrived (not just the empty lines allowed between requests).
+  // Bytes of a request have arrived (not just the empty lines allowed between requests).
   bool HeadStarted() const;
   // One of its requests got past admission (the token, when one is set).
   bool Trusted() const;

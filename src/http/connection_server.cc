@@ -202,7 +202,7 @@ class ConnectionServer::Loop {
         } else if (fd == wake_.Get()) {
           TakeReturned();
         } else {
-          OnReadable(fd);
+          OnEvent(fd);
         }
       }
       if (Clock::now() >= next_sweep) {
@@ -232,6 +232,8 @@ class ConnectionServer::Loop {
     Clock::time_point last_byte;   // of the head being received
     Clock::time_point head_start;  // when its first byte arrived
     bool head_started = false;
+    bool writing = false;  // watched for EPOLLOUT: answers wait for the client to take them
+    size_t served = 0;     // the connection's count when `since` was set
   };
 
   bool Watch(int fd, int op, uint32_t events) {
@@ -284,18 +286,21 @@ class ConnectionServer::Loop {
     AddIdle(std::make_shared<Tracked>(Tracked{std::move(conn), std::move(*slot)}));
   }
 
-  void AddIdle(std::shared_ptr<Tracked> tracked) {
+  // False when it could not be watched (it is closed).
+  bool AddIdle(std::shared_ptr<Tracked> tracked) {
     if (idle_.size() >= limits_.max_idle_connections) EvictOne();
     const int fd = tracked->conn->Socket();
     if (!Watch(fd, EPOLL_CTL_ADD, EPOLLIN | EPOLLRDHUP)) {
       log::Error("http event loop: cannot watch a connection", {{"errno", strerrorname_np(errno)}});
-      return;  // closed with `tracked`
+      return false;  // closed with `tracked`
     }
     const auto now = Clock::now();
     Idle& idle = idle_[fd];
     idle.tracked = std::move(tracked);
     idle.since = idle.last_byte = idle.head_start = now;
     idle.head_started = idle.tracked->conn->HeadStarted();
+    idle.served = idle.tracked->conn->Served();
+    return true;
   }
 
   void Drop(std::unordered_map<int, Idle>::iterator it) {
@@ -303,19 +308,40 @@ class ConnectionServer::Loop {
     idle_.erase(it);
   }
 
-  void OnReadable(int fd) {
+  // Watches for what the connection waits for: its client's bytes, or room for its answers.
+  void SetWriting(std::unordered_map<int, Idle>::iterator it, bool writing) {
+    if (it->second.writing == writing) return;
+    it->second.writing = writing;
+    // No EPOLLRDHUP while writing: nothing is read then, so a half-close would wake the loop
+    // again and again; a failed send tells a client that is gone.
+    Watch(it->first, EPOLL_CTL_MOD, writing ? EPOLLOUT : (EPOLLIN | EPOLLRDHUP));
+  }
+
+  void OnEvent(int fd) {
     auto it = idle_.find(fd);
     if (it == idle_.end()) return;
     Idle& idle = it->second;
-    switch (idle.tracked->conn->ReadAvailable()) {
+    const Connection::Intake intake = idle.tracked->conn->Progress();
+    const auto now = Clock::now();
+    if (idle.tracked->conn->Served() != idle.served) {
+      // It answered requests in the loop: idle (or at its next head) from now.
+      idle.served = idle.tracked->conn->Served();
+      idle.since = idle.last_byte = idle.head_start = now;
+      idle.head_started = false;
+    }
+    switch (intake) {
       case Connection::Intake::kGone:
         Drop(it);
         return;
+      case Connection::Intake::kWriting:
+        SetWriting(it, true);
+        return;
       case Connection::Intake::kWaiting:
-        idle.last_byte = Clock::now();
+        SetWriting(it, false);
+        idle.last_byte = now;
         if (!idle.head_started && idle.tracked->conn->HeadStarted()) {
           idle.head_started = true;
-          idle.head_start = idle.last_byte;
+          idle.head_start = now;
         }
         return;
       case Connection::Intake::kReady:
@@ -359,17 +385,24 @@ class ConnectionServer::Loop {
       std::lock_guard lock(returned_mu_);
       returned.swap(returned_);
     }
-    for (auto& tracked : returned) AddIdle(std::move(tracked));
+    for (auto& tracked : returned) {
+      const int fd = tracked->conn->Socket();
+      // Requests may be buffered behind the one served: the loop admits them now.
+      if (AddIdle(std::move(tracked))) OnEvent(fd);
+    }
   }
 
   Clock::time_point Deadline(const Idle& idle) const {
-    const bool trusted = idle.tracked->conn->Trusted();
+    const Connection& conn = *idle.tracked->conn;
+    const bool trusted = conn.Trusted();
+    const Clock::time_point transfer = conn.LoopDeadline().value_or(Clock::time_point::max());
     if (!idle.head_started) {
-      return idle.since + (trusted ? limits_.keep_alive_timeout : limits_.untrusted_idle_timeout);
+      return std::min(transfer, idle.since + (trusted ? limits_.keep_alive_timeout
+                                                      : limits_.untrusted_idle_timeout));
     }
-    return std::min(idle.last_byte + limits_.read_timeout,
-                    idle.head_start + (trusted ? limits_.request_timeout
-                                               : limits_.untrusted_idle_timeout));
+    return std::min({transfer, idle.last_byte + limits_.read_timeout,
+                     idle.head_start + (trusted ? limits_.request_timeout
+                                                : limits_.untrusted_idle_timeout)});
   }
 
   void Sweep() {
@@ -379,7 +412,9 @@ class ConnectionServer::Loop {
       if (now >= Deadline(it->second)) {
         // A client that started a request and then stalled (slowloris) hears why it is cut off;
         // one that sent nothing does not.
-        if (it->second.head_started) it->second.tracked->conn->RefuseSlowHead();
+        if (it->second.head_started && !it->second.writing) {
+          it->second.tracked->conn->RefuseSlowHead();
+        }
         Drop(it);
       }
       it = next;

@@ -716,6 +716,79 @@ TEST_F(ServerTest, PipelinedAndKeptAliveRequestsGoThroughTheLoop) {
   }
 }
 
+// An admitted body that stalls waits in the event loop, not on a thread: with one thread, another
+// client is served meanwhile, and the stalled one is cut with 408 at its read timeout.
+TEST_F(ServerTest, AStalledBodyHoldsNoThreadAndIsCutAt408) {
+  limits_.max_connections = 1;
+  limits_.read_timeout = 300ms;
+  Start();
+  UniqueFd stalled = Connect(port_);
+  ASSERT_TRUE(SendAll(stalled.Get(), "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\nx"));
+  std::this_thread::sleep_for(50ms);
+  const auto start = Clock::now();
+  UniqueFd other = Connect(port_);
+  ASSERT_TRUE(SendAll(other.Get(), kGet));
+  const std::string got = ReadSome(other.Get());
+  EXPECT_TRUE(got.starts_with(kOk)) << got;
+  EXPECT_LT(Clock::now() - start, 250ms);
+  const std::string cut = ReadAll(stalled.Get());
+  EXPECT_TRUE(cut.starts_with("HTTP/1.1 408 Request Timeout\r\n")) << cut;
+}
+
+// The whole body reaches the handler when the loop has read it.
+TEST_F(ServerTest, ABodyReadByTheLoopReachesTheHandler) {
+  Start();
+  UniqueFd fd = Connect(port_);
+  ASSERT_TRUE(SendAll(fd.Get(), "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhel"));
+  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(SendAll(fd.Get(), std::string("lo") + kGet));
+  std::string got;
+  while (got.find("hello") == std::string::npos || got.find("\r\n\r\n/a") == std::string::npos) {
+    const std::string more = ReadSome(fd.Get());
+    ASSERT_FALSE(more.empty()) << got;
+    got += more;
+  }
+}
+
+// A client that pipelines requests admission answers (/healthz) and never reads the answers
+// holds no thread, is read only as fast as it takes them, and is cut at the write timeout.
+TEST_F(ServerTest, APipelinerThatDoesNotReadHoldsNoThreadAndIsCut) {
+  limits_.max_connections = 1;
+  limits_.write_timeout = 300ms;
+  handler_.admit = [](const Request& req, Response& res) {
+    if (req.head.path != "/healthz") return Admission::kAdmitted;
+    res.SetContent(std::string(64 * 1024, 'k'), "text/plain");  // more than fits in buffers
+    return Admission::kAnswered;
+  };
+  Start();
+  UniqueFd hog = Connect(port_);
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n";
+  std::string pipeline;
+  while (pipeline.size() < (8u << 20)) pipeline += request;
+  size_t sent = 0;
+  const auto until = Clock::now() + 500ms;
+  while (sent < pipeline.size() && Clock::now() < until) {
+    const ssize_t n = send(hog.Get(), pipeline.data() + sent, pipeline.size() - sent,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) sent += static_cast<size_t>(n);
+    else std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_LT(sent, pipeline.size()) << "the server read 8 MiB of requests whose answers wait";
+  const auto start = Clock::now();
+  UniqueFd other = Connect(port_);
+  ASSERT_TRUE(SendAll(other.Get(), kGet));
+  const std::string got = ReadSome(other.Get());
+  EXPECT_TRUE(got.starts_with(kOk)) << got;
+  EXPECT_LT(Clock::now() - start, 250ms);
+  // Cut: what it was sent, then the end (or a reset), within the write timeout and a sweep.
+  std::this_thread::sleep_for(1s);
+  char buf[65536];
+  ssize_t n = 0;
+  while ((n = recv(hog.Get(), buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+  }
+  EXPECT_TRUE(n == 0 || (n < 0 && errno == ECONNRESET)) << "still open: errno " << errno;
+}
+
 TEST(ConnectionServer, ABusyPortIsUnavailable) {
   UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   ScriptedHandler handler;

@@ -166,6 +166,7 @@ Result<int> HttpServer::Impl::Start() {
   limits.request_timeout = options_.request_timeout;
   limits.write_timeout = options_.write_timeout;
   limits.min_transfer_rate = options_.min_transfer_rate;
+  limits.max_loop_body_bytes = options_.max_body_bytes;
   svr_ = std::make_unique<http::ConnectionServer>(limits, stop_fd_.Get(), *this);
 
   const Result<int> port = svr_->Listen(options_.listen.host, options_.listen.port, kListenBacklog);
