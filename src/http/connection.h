@@ -32,7 +32,17 @@ struct ConnectionLimits {
   // a new connection pushes out the one idle for longest, preferring those with no admitted
   // request: a flood of idle connections cannot keep a new client out.
   size_t max_idle_connections = 8192;
-  size_t max_connections_per_peer = 256;  // open connections from one IP address; beyond: 503
+  // Open connections from one IP address. A new one beyond it pushes out the oldest of that
+  // address's connections waiting in the event loop, preferring those not yet proven (no admitted
+  // request); only when all of them are being served is it refused with 503.
+  size_t max_connections_per_peer = 256;
+  // Connections in the event loop none of whose requests was admitted yet (no valid token): a
+  // budget of their own, so that they cannot crowd out proven ones. A new connection beyond it
+  // pushes out the oldest unproven one, so that a new client always gets in.
+  size_t max_unproven_connections = 4096;
+  // Requests from one IP address served at once (a thread each: running calls, open streams);
+  // beyond: 503. Its share of max_connections, so one address cannot take every thread.
+  size_t max_served_per_peer = 64;
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle time between requests
   // Idle time allowed to a connection none of whose requests was admitted yet (a new one, or one
   // answered only with refusals such as 404), and its time to send a whole head.

@@ -234,6 +234,10 @@ class ConnectionServer::Loop {
     bool head_started = false;
     bool writing = false;  // watched for EPOLLOUT: answers wait for the client to take them
     size_t served = 0;     // the connection's count when `since` was set
+    bool unproven = false;                  // in unproven_, at unproven_at
+    std::list<int>::iterator unproven_at;
+    std::string peer;                       // its address, as counted in peers_
+    std::list<int>::iterator peer_at;       // in by_peer_[peer]
   };
 
   bool Watch(int fd, int op, uint32_t events) {
@@ -272,9 +276,16 @@ class ConnectionServer::Loop {
     auto conn = std::make_unique<Connection>(sock, stop_fd_, limits_, handler_);
     std::optional<PeerTable::Slot> slot =
         peers_.Acquire(conn->Remote(), limits_.max_connections_per_peer);
+    // The newcomer may be the legitimate client of an address a flood comes from too: the
+    // address's oldest waiting connection makes room for it.
+    if (!slot && EvictOldestOf(conn->Remote())) {
+      if (auto again = peers_.Acquire(conn->Remote(), limits_.max_connections_per_peer)) {
+        slot.emplace(std::move(*again));
+      }
+    }
     if (!slot) {
       if (auto held = peer_refusal_log_.Allow()) {
-        log::Warn("too many connections from one address: refusing new ones with 503",
+        log::Warn("too many connections from one address, all being served: refusing with 503",
                   {{"remote", conn->Remote()},
                    {"max_connections_per_peer", limits_.max_connections_per_peer},
                    {"held_back", *held}});
@@ -283,6 +294,7 @@ class ConnectionServer::Loop {
       handler_.Answered(503);
       return;
     }
+    if (unproven_.size() >= limits_.max_unproven_connections) EvictUnproven();
     AddIdle(std::make_shared<Tracked>(Tracked{std::move(conn), std::move(*slot)}));
   }
 
@@ -300,12 +312,32 @@ class ConnectionServer::Loop {
     idle.since = idle.last_byte = idle.head_start = now;
     idle.head_started = idle.tracked->conn->HeadStarted();
     idle.served = idle.tracked->conn->Served();
+    idle.peer = idle.tracked->conn->Remote();
+    std::list<int>& of_peer = by_peer_[idle.peer];
+    idle.peer_at = of_peer.insert(of_peer.end(), fd);
+    if (!idle.tracked->conn->Trusted()) {
+      idle.unproven = true;
+      idle.unproven_at = unproven_.insert(unproven_.end(), fd);
+    }
     return true;
   }
 
   void Drop(std::unordered_map<int, Idle>::iterator it) {
     Watch(it->first, EPOLL_CTL_DEL, 0);
+    Idle& idle = it->second;
+    Proven(idle);
+    if (auto peer = by_peer_.find(idle.peer); peer != by_peer_.end()) {
+      peer->second.erase(idle.peer_at);
+      if (peer->second.empty()) by_peer_.erase(peer);
+    }
     idle_.erase(it);
+  }
+
+  // Takes a connection off the unproven list (it had a request admitted, or it goes).
+  void Proven(Idle& idle) {
+    if (!idle.unproven) return;
+    unproven_.erase(idle.unproven_at);
+    idle.unproven = false;
   }
 
   // Watches for what the connection waits for: its client's bytes, or room for its answers.
@@ -323,6 +355,7 @@ class ConnectionServer::Loop {
     Idle& idle = it->second;
     const Connection::Intake intake = idle.tracked->conn->Progress();
     const auto now = Clock::now();
+    if (idle.tracked->conn->Trusted()) Proven(idle);
     if (idle.tracked->conn->Served() != idle.served) {
       // It answered requests in the loop: idle (or at its next head) from now.
       idle.served = idle.tracked->conn->Served();
@@ -347,12 +380,28 @@ class ConnectionServer::Loop {
       case Connection::Intake::kReady:
         break;
     }
-    std::shared_ptr<Tracked> tracked = std::move(idle.tracked);
+    std::shared_ptr<Tracked> tracked = idle.tracked;  // Drop() still reads it
+    // Streams and running calls count against their address's share of the threads, so that
+    // one address's long-lived requests cannot take every thread.
+    std::optional<PeerTable::Slot> share = served_.Acquire(idle.peer, limits_.max_served_per_peer);
     Drop(it);
-    const bool spawned =
-        threads_.Spawn([this, tracked](const std::function<void()>& release) mutable {
+    if (!share) {
+      if (auto held = peer_busy_log_.Allow()) {
+        log::Warn("too many requests at once from one address: refusing with 503",
+                  {{"remote", tracked->conn->Remote()},
+                   {"max_served_per_peer", limits_.max_served_per_peer},
+                   {"held_back", *held}});
+      }
+      Refuse(tracked->conn->Socket());
+      handler_.Answered(503);
+      return;
+    }
+    auto held_share = std::make_shared<PeerTable::Slot>(std::move(*share));
+    const bool spawned = threads_.Spawn(
+        [this, tracked, held_share](const std::function<void()>& release) mutable {
           std::shared_ptr<Tracked> mine = std::move(tracked);
           if (!mine->conn->ServeReady()) return;
+          held_share.reset();
           release();
           GiveBack(std::move(mine));
         });
@@ -425,19 +474,50 @@ class ConnectionServer::Loop {
     }
   }
 
+  // Closes the oldest connection that has not proven a token, to make room for a new one.
+  bool EvictUnproven() {
+    if (unproven_.empty()) return false;
+    if (auto held = unproven_log_.Allow()) {
+      log::Warn("unproven connections at their budget: closing the oldest",
+                {{"max_unproven_connections", limits_.max_unproven_connections},
+                 {"held_back", *held}});
+    }
+    Drop(idle_.find(unproven_.front()));
+    return true;
+  }
+
+  // Closes the oldest of `peer`'s connections in the loop, preferring an unproven one. False
+  // when it has none there (all are being served).
+  bool EvictOldestOf(const std::string& peer) {
+    auto of_peer = by_peer_.find(peer);
+    if (of_peer == by_peer_.end()) return false;
+    auto victim = idle_.end();
+    for (const int fd : of_peer->second) {
+      auto it = idle_.find(fd);
+      if (victim == idle_.end()) victim = it;
+      if (it->second.unproven) {
+        victim = it;
+        break;
+      }
+    }
+    if (victim == idle_.end()) return false;
+    if (auto held = peer_eviction_log_.Allow()) {
+      log::Warn("connections from one address at the cap: closing its oldest waiting one",
+                {{"remote", peer},
+                 {"max_connections_per_peer", limits_.max_connections_per_peer},
+                 {"held_back", *held}});
+    }
+    Drop(victim);
+    return true;
+  }
+
   // Closes the connection idle for longest, preferring one none of whose requests was admitted.
   // False when there is none.
   bool EvictOne() {
-    auto victim = idle_.end();
-    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-      if (victim == idle_.end()) {
-        victim = it;
-        continue;
-      }
-      const bool trusted = it->second.tracked->conn->Trusted();
-      const bool victim_trusted = victim->second.tracked->conn->Trusted();
-      if (trusted != victim_trusted ? !trusted : it->second.since < victim->second.since) {
-        victim = it;
+    auto victim = unproven_.empty() ? idle_.end() : idle_.find(unproven_.front());
+    if (victim == idle_.end()) {
+      for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+        if (victim == idle_.end() || it->second.since < victim->second.since) victim = it;
       }
     }
     if (victim == idle_.end()) return false;
@@ -458,8 +538,11 @@ class ConnectionServer::Loop {
   // Destroyed after threads_ (declared before it): a serving thread's connection gives its slot
   // back when it closes.
   PeerTable peers_;
+  PeerTable served_;  // requests being served (on a thread), per address
   Threads threads_;
   std::unordered_map<int, Idle> idle_;  // by socket
+  std::list<int> unproven_;             // sockets of idle_'s unproven connections, oldest first
+  std::unordered_map<std::string, std::list<int>> by_peer_;  // idle_'s sockets by address
   bool accept_paused_ = false;
   Clock::time_point accept_resume_;
   std::mutex returned_mu_;
@@ -469,6 +552,9 @@ class ConnectionServer::Loop {
   log::Throttle peer_refusal_log_;
   log::Throttle busy_log_;
   log::Throttle eviction_log_;
+  log::Throttle unproven_log_;
+  log::Throttle peer_eviction_log_;
+  log::Throttle peer_busy_log_;
 };
 
 ConnectionServer::ConnectionServer(ConnectionLimits limits, int stop_fd, Handler& handler)

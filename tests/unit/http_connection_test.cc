@@ -647,26 +647,6 @@ TEST_F(ServerTest, RequestsBeyondTheCapAre503) {
   EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
-TEST_F(ServerTest, ConnectionsPerPeerAreCapped) {
-  limits_.max_connections_per_peer = 2;
-  Start();
-  UniqueFd a = Served();
-  UniqueFd b = Connect(port_);
-  UniqueFd c = Connect(port_);
-  const std::string refused = ReadAll(c.Get());  // refused on accept, before any request
-  EXPECT_TRUE(refused.starts_with(k503)) << refused;
-  b.Reset();
-  // A slot is free again once the server has seen a connection close (up to 2 s here).
-  bool served = false;
-  for (int i = 0; i < 200 && !served; ++i) {
-    if (i > 0) std::this_thread::sleep_for(10ms);
-    UniqueFd d = Connect(port_);
-    if (!SendAll(d.Get(), kGet)) continue;
-    served = ReadSome(d.Get()).starts_with(kOk);
-  }
-  EXPECT_TRUE(served);
-}
-
 TEST_F(ServerTest, AtTheIdleCapTheLongestIdleUntrustedConnectionMakesRoom) {
   limits_.max_idle_connections = 2;
   Start();
@@ -787,6 +767,99 @@ TEST_F(ServerTest, APipelinerThatDoesNotReadHoldsNoThreadAndIsCut) {
   while ((n = recv(hog.Get(), buf, sizeof buf, MSG_DONTWAIT)) > 0) {
   }
   EXPECT_TRUE(n == 0 || (n < 0 && errno == ECONNRESET)) << "still open: errno " << errno;
+}
+
+// The server closed `fd` (EOF or reset) within `timeout`, having sent nothing.
+bool ClosedSilently(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+  char c;
+  const ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+// At the per-address cap, a newcomer pushes out the address's oldest waiting connection (an
+// unproven one first) instead of being refused: the legitimate client of a crowded address gets
+// in.
+TEST_F(ServerTest, ThePerPeerCapEvictsTheOldestWaitingConnectionInsteadOfRefusing) {
+  limits_.max_connections_per_peer = 2;
+  Start();
+  UniqueFd proven = Served();          // idle, with an admitted request
+  UniqueFd unproven = Connect(port_);  // idle, nothing sent
+  std::this_thread::sleep_for(50ms);   // accepted by the loop
+  UniqueFd newcomer = Connect(port_);
+  ASSERT_TRUE(SendAll(newcomer.Get(), kGet));
+  const std::string got = ReadSome(newcomer.Get());
+  EXPECT_TRUE(got.starts_with(kOk)) << got;
+  EXPECT_TRUE(ClosedSilently(unproven.Get(), 1s));
+  EXPECT_TRUE(SendAll(proven.Get(), kGet));
+  EXPECT_TRUE(ReadSome(proven.Get()).starts_with(kOk));
+}
+
+// Only when every connection of the address is being served is a newcomer refused.
+TEST_F(ServerTest, ThePerPeerCapRefusesWhenAllAreServed) {
+  limits_.max_connections_per_peer = 1;
+  std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
+  handler_.handle = [&](Request&, Response& res) {
+    entered = true;
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+    res.SetContent("x", "text/plain");
+  };
+  Start();
+  UniqueFd busy = Connect(port_);
+  ASSERT_TRUE(SendAll(busy.Get(), kGet));
+  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd refused = Connect(port_);
+  const std::string out = ReadAll(refused.Get());
+  EXPECT_TRUE(out.starts_with(k503)) << out;
+  release = true;
+  EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
+}
+
+// Unproven connections have a budget of their own: at it, the oldest unproven one makes room
+// for a new client, and proven ones are left alone.
+TEST_F(ServerTest, AtTheUnprovenBudgetTheOldestUnprovenMakesRoom) {
+  limits_.max_unproven_connections = 2;
+  Start();
+  UniqueFd proven = Served();
+  UniqueFd oldest = Connect(port_);
+  std::this_thread::sleep_for(20ms);
+  UniqueFd younger = Connect(port_);
+  std::this_thread::sleep_for(50ms);  // both accepted by the loop
+  UniqueFd newcomer = Connect(port_);
+  ASSERT_TRUE(SendAll(newcomer.Get(), kGet));
+  EXPECT_TRUE(ReadSome(newcomer.Get()).starts_with(kOk));
+  EXPECT_TRUE(ClosedSilently(oldest.Get(), 1s));
+  pollfd p{younger.Get(), POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0) << "the younger unproven connection was closed";
+  EXPECT_TRUE(SendAll(proven.Get(), kGet));
+  EXPECT_TRUE(ReadSome(proven.Get()).starts_with(kOk));
+}
+
+// An address's requests being served (streams, running calls) have a share of the threads: past
+// it, that address is refused while others are still served.
+TEST_F(ServerTest, AnAddressGetsOnlyItsShareOfTheThreads) {
+  limits_.max_served_per_peer = 1;
+  std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
+  handler_.handle = [&](Request& req, Response& res) {
+    if (req.head.path == "/block") {
+      entered = true;
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+    }
+    res.SetContent("x", "text/plain");
+  };
+  Start();
+  UniqueFd busy = Connect(port_);
+  ASSERT_TRUE(SendAll(busy.Get(), "GET /block HTTP/1.1\r\nHost: h\r\n\r\n"));
+  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd second = Connect(port_);
+  ASSERT_TRUE(SendAll(second.Get(), kGet));
+  const std::string refused = ReadAll(second.Get());
+  EXPECT_TRUE(refused.starts_with(k503)) << refused;
+  release = true;
+  EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
 TEST(ConnectionServer, ABusyPortIsUnavailable) {

@@ -75,6 +75,7 @@ void FitConnectionCaps(http::ConnectionLimits& limits) {
   }
   limits.max_connections = active;
   limits.max_idle_connections = idle;
+  limits.max_unproven_connections = std::min(limits.max_unproven_connections, idle);
 }
 
 }  // namespace
@@ -159,6 +160,8 @@ Result<int> HttpServer::Impl::Start() {
   limits.max_connections = options_.max_connections;
   limits.max_idle_connections = options_.max_idle_connections;
   limits.max_connections_per_peer = options_.max_connections_per_peer;
+  limits.max_unproven_connections = options_.max_unproven_connections;
+  limits.max_served_per_peer = options_.max_served_per_peer;
   FitConnectionCaps(limits);
   limits.keep_alive_timeout = options_.keep_alive_timeout;
   limits.untrusted_idle_timeout = options_.untrusted_idle_timeout;

@@ -61,7 +61,14 @@ struct HttpServerOptions {
   // Connections waiting for a request (a descriptor each); beyond, the one idle for longest,
   // preferring those with no admitted request, is closed to make room.
   size_t max_idle_connections = 8192;
-  size_t max_connections_per_peer = 256;  // open connections from one IP address; beyond: 503
+  // Open connections from one IP address; beyond, its oldest waiting one (unproven first) is
+  // closed to make room, and only when all are being served is a newcomer answered 503.
+  size_t max_connections_per_peer = 256;
+  // Waiting connections with no admitted request (no valid token yet); beyond, the oldest of
+  // them is closed to make room.
+  size_t max_unproven_connections = 4096;
+  // Requests from one IP address served at once (streams and running calls); beyond: 503.
+  size_t max_served_per_peer = 64;
   // Idle time, and time to send a request head, for a connection with no admitted request yet.
   std::chrono::milliseconds untrusted_idle_timeout{5000};
   size_t max_sessions = 4096;     // open sessions; beyond (after expiring idle ones): 503
