@@ -76,6 +76,17 @@ constexpr Setting kSettings[] = {
      .scope = S::kServe,
      .choices = "token|none",
      .store = [](Config& c, const V& v) { c.metrics_auth = static_cast<MetricsAuth>(v.choice); }},
+    {.env = "MCP_EXEC_TRUSTED_PROXIES",
+     .flag = "--trusted-proxies",
+     .default_text = "",
+     .help = "Reverse proxies (addresses, CIDRs, comma-separated) whose X-Forwarded-For or "
+             "Forwarded names the client; none by default",
+     .doc = "reverse proxies (IP addresses and CIDR networks, comma-separated) whose "
+            "`X-Forwarded-For` or `Forwarded` header is believed: for a connection from one, the "
+            "client is the rightmost address there that is not itself one of them, for the "
+            "per-address caps and the logs. Empty: none, the headers are ignored",
+     .scope = S::kServe,
+     .store = [](Config& c, const V& v) { c.trusted_proxies = v.text; }},
     {.env = "MCP_EXEC_HTTP_READ_TIMEOUT_S",
      .flag = "--http-read-timeout",
      .type = T::kInt,

@@ -108,7 +108,8 @@ class Connection::Impl final : public StreamSink {
         stop_fd_(stop_fd),
         limits_(limits),
         handler_(handler),
-        remote_(PeerAddress(sock)),
+        peer_(PeerAddress(sock)),
+        remote_(peer_),
         keep_alive_s_(static_cast<int>(std::max<int64_t>(
             1,
             std::chrono::duration_cast<std::chrono::seconds>(limits.keep_alive_timeout).count()))) {
@@ -236,6 +237,7 @@ class Connection::Impl final : public StreamSink {
       }
       Request req;
       req.head = parse.head;
+      remote_ = ClientAddress(req.head, peer_, limits_.trusted_proxies);
       in_.erase(0, parse.consumed);
       head_scanned_ = 0;
       Prepared p;
@@ -521,6 +523,7 @@ class Connection::Impl final : public StreamSink {
     in_.erase(0, parse.consumed);
     head_scanned_ = 0;
     head = std::move(parse.head);
+    remote_ = ClientAddress(head, peer_, limits_.trusted_proxies);
     return std::nullopt;
   }
 
@@ -619,7 +622,8 @@ class Connection::Impl final : public StreamSink {
   const int stop_fd_;
   const ConnectionLimits& limits_;
   Handler& handler_;
-  const std::string remote_;
+  const std::string peer_;  // the socket's peer
+  std::string remote_;      // the client's address: peer_, or whom a trusted proxy forwarded
   const int keep_alive_s_;
   std::string in_;  // received and not yet used: the next head, or body bytes
   Clock::time_point deadline_ = Clock::now();

@@ -21,6 +21,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "http/client_address.h"
 #include "http/request.h"
 #include "http/response.h"
 
@@ -61,6 +62,10 @@ struct ConnectionLimits {
   // (and chunked ones) are read on the request's thread, with the same deadlines.
   size_t max_loop_body_bytes = 8u << 20;
   HeadLimits head;                                      // size of a request head
+  // Reverse proxies whose X-Forwarded-For / Forwarded name the client (MCP_EXEC_TRUSTED_PROXIES):
+  // a connection from one is counted, and logged, under the client's address of its latest
+  // request. None by default: the headers are anyone's to write.
+  TrustedProxies trusted_proxies;
 };
 
 // How reading a request body ended.
@@ -152,7 +157,8 @@ class Connection {
   bool HeadStarted() const;
   // One of its requests got past admission (the token, when one is set).
   bool Trusted() const;
-  // The client's IP address; empty when unknown.
+  // The client's IP address (from a trusted proxy: the one its latest request was forwarded
+  // for); empty when unknown.
   const std::string& Remote() const;
   int Socket() const;
 

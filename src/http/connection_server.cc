@@ -224,7 +224,7 @@ class ConnectionServer::Loop {
   // A connection and its slot among its peer's: destroying it closes the connection.
   struct Tracked {
     std::unique_ptr<Connection> conn;
-    PeerTable::Slot slot;
+    std::optional<PeerTable::Slot> slot;
   };
   struct Idle {
     std::shared_ptr<Tracked> tracked;
@@ -274,8 +274,12 @@ class ConnectionServer::Loop {
 
   void Admit(int sock) {
     auto conn = std::make_unique<Connection>(sock, stop_fd_, limits_, handler_);
-    std::optional<PeerTable::Slot> slot =
-        peers_.Acquire(conn->Remote(), limits_.max_connections_per_peer);
+    // A trusted proxy's connections are counted under their clients' addresses once their first
+    // request names one (Rekey), not against the proxy's.
+    const size_t cap = limits_.trusted_proxies.Contains(conn->Remote())
+                           ? SIZE_MAX
+                           : limits_.max_connections_per_peer;
+    std::optional<PeerTable::Slot> slot = peers_.Acquire(conn->Remote(), cap);
     // The newcomer may be the legitimate client of an address a flood comes from too: the
     // address's oldest waiting connection makes room for it.
     if (!slot && EvictOldestOf(conn->Remote())) {
@@ -354,6 +358,10 @@ class ConnectionServer::Loop {
     if (it == idle_.end()) return;
     Idle& idle = it->second;
     const Connection::Intake intake = idle.tracked->conn->Progress();
+    if (intake != Connection::Intake::kGone && idle.tracked->conn->Remote() != idle.peer) {
+      OnRekeyed(fd, intake);
+      return;
+    }
     const auto now = Clock::now();
     if (idle.tracked->conn->Trusted()) Proven(idle);
     if (idle.tracked->conn->Served() != idle.served) {
@@ -472,6 +480,31 @@ class ConnectionServer::Loop {
       accept_paused_ = false;
       Watch(listen_fd_, EPOLL_CTL_MOD, EPOLLIN);
     }
+  }
+
+  // A trusted proxy's connection now serves another client: it moves to that address's count,
+  // under its cap (making room as a newcomer does), then carries on with `intake`.
+  void OnRekeyed(int fd, Connection::Intake intake) {
+    auto it = idle_.find(fd);
+    std::shared_ptr<Tracked> tracked = it->second.tracked;
+    Drop(it);
+    tracked->slot.reset();
+    const std::string& peer = tracked->conn->Remote();
+    std::optional<PeerTable::Slot> slot = peers_.Acquire(peer, limits_.max_connections_per_peer);
+    if (!slot && EvictOldestOf(peer)) {
+      if (auto again = peers_.Acquire(peer, limits_.max_connections_per_peer)) {
+        slot.emplace(std::move(*again));
+      }
+    }
+    if (!slot) {
+      Refuse(tracked->conn->Socket());
+      handler_.Answered(503);
+      return;
+    }
+    tracked->slot.emplace(std::move(*slot));
+    if (!AddIdle(std::move(tracked))) return;
+    if (intake == Connection::Intake::kWriting) SetWriting(idle_.find(fd), true);
+    if (intake == Connection::Intake::kReady) OnEvent(fd);
   }
 
   // Closes the oldest connection that has not proven a token, to make room for a new one.

@@ -862,6 +862,56 @@ TEST_F(ServerTest, AnAddressGetsOnlyItsShareOfTheThreads) {
   EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
+// The address a handler sees (and the per-address cap counts): the forwarded client's only when
+// the peer is a trusted proxy.
+TEST_F(ServerTest, XForwardedForIsHonouredOnlyFromATrustedProxy) {
+  handler_.handle = [](Request& req, Response& res) { res.SetContent(req.remote_addr, "text/plain"); };
+  const std::string request = "GET /a HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n";
+  auto answer = [&] {
+    UniqueFd fd = Connect(port_);
+    EXPECT_TRUE(SendAll(fd.Get(), request));
+    return ReadSome(fd.Get());
+  };
+  limits_.trusted_proxies = *TrustedProxies::Parse("10.0.0.1");
+  Start();
+  EXPECT_TRUE(answer().ends_with("\r\n\r\n127.0.0.1"));
+  TearDown();
+  server_.reset();
+  limits_.trusted_proxies = *TrustedProxies::Parse("127.0.0.0/8");
+  Start();
+  EXPECT_TRUE(answer().ends_with("\r\n\r\n192.0.2.1"));
+}
+
+// Behind a trusted proxy, the per-address cap is the forwarded client's: one client at its cap
+// does not lock out another behind the same proxy.
+TEST_F(ServerTest, BehindATrustedProxyEachClientHasItsOwnCap) {
+  limits_.max_connections_per_peer = 1;
+  limits_.max_served_per_peer = 1;
+  limits_.trusted_proxies = *TrustedProxies::Parse("127.0.0.1");
+  std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
+  handler_.handle = [&](Request& req, Response& res) {
+    if (req.head.path == "/block") {
+      entered = true;
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+    }
+    res.SetContent("x", "text/plain");
+  };
+  Start();
+  UniqueFd busy = Connect(port_);
+  ASSERT_TRUE(SendAll(busy.Get(), "GET /block HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n"));
+  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd other = Connect(port_);
+  ASSERT_TRUE(SendAll(other.Get(), "GET /a HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.2\r\n\r\n"));
+  EXPECT_TRUE(ReadSome(other.Get()).starts_with(kOk));
+  UniqueFd same = Connect(port_);
+  ASSERT_TRUE(SendAll(same.Get(), "GET /a HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n"));
+  const std::string refused = ReadAll(same.Get());
+  EXPECT_TRUE(refused.starts_with(k503)) << refused;
+  release = true;
+  EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
+}
+
 TEST(ConnectionServer, ABusyPortIsUnavailable) {
   UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   ScriptedHandler handler;

@@ -162,6 +162,7 @@ Result<int> HttpServer::Impl::Start() {
   limits.max_connections_per_peer = options_.max_connections_per_peer;
   limits.max_unproven_connections = options_.max_unproven_connections;
   limits.max_served_per_peer = options_.max_served_per_peer;
+  limits.trusted_proxies = options_.trusted_proxies;
   FitConnectionCaps(limits);
   limits.keep_alive_timeout = options_.keep_alive_timeout;
   limits.untrusted_idle_timeout = options_.untrusted_idle_timeout;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "http/client_address.h"
 #include "mcp/server.h"
 #include "mcp/transport/http_checks.h"
 #include "metrics/text_format.h"
@@ -69,6 +70,9 @@ struct HttpServerOptions {
   size_t max_unproven_connections = 4096;
   // Requests from one IP address served at once (streams and running calls); beyond: 503.
   size_t max_served_per_peer = 64;
+  // Reverse proxies whose X-Forwarded-For / Forwarded are believed (MCP_EXEC_TRUSTED_PROXIES);
+  // none by default.
+  ::mcpexec::http::TrustedProxies trusted_proxies;
   // Idle time, and time to send a request head, for a connection with no admitted request yet.
   std::chrono::milliseconds untrusted_idle_timeout{5000};
   size_t max_sessions = 4096;     // open sessions; beyond (after expiring idle ones): 503
