@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 
 #include "cli/readiness.h"
@@ -11,6 +12,7 @@
 #include "exec/exec_metrics.h"
 #include "exec/exec_tool.h"
 #include "exec/session_tools.h"
+#include "http/client_address.h"
 #include "log/log.h"
 #include "mcp/server.h"
 #include "mcp/transport/http_server.h"
@@ -82,6 +84,17 @@ int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& 
   options.auth_token = config.auth_token;
   options.max_body_bytes = config::MaxMessageBytes(config);
   options.metrics_need_token = config.metrics_auth == config::MetricsAuth::kToken;
+  options.read_timeout = std::chrono::seconds(config.http_read_timeout_s);
+  options.request_timeout = std::chrono::seconds(config.http_request_timeout_s);
+  options.write_timeout = std::chrono::seconds(config.http_write_timeout_s);
+  options.min_transfer_rate = config.http_min_rate;
+  auto proxies = http::TrustedProxies::Parse(config.trusted_proxies);
+  if (!proxies.ok()) {
+    log::Error("invalid configuration",
+               {{"error", "MCP_EXEC_TRUSTED_PROXIES: " + proxies.error().message}});
+    return 1;
+  }
+  options.trusted_proxies = std::move(*proxies);
   options.write_metrics = [&sources](metrics::TextWriter& out) { WriteServeMetrics(out, sources); };
   options.readiness = [engine = sources.engine] {
     return JudgeReadiness(GatherReadiness(engine->Plan(), *engine));

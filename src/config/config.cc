@@ -195,6 +195,13 @@ Result<void> Validate(const Config& c) {
                          " s, MCP_EXEC_DEFAULT_TIMEOUT_S) exceeds the maximum (" +
                          std::to_string(c.max_timeout_s) + " s, MCP_EXEC_MAX_TIMEOUT_S)");
   }
+  if (c.http_read_timeout_s > c.http_request_timeout_s) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the HTTP read timeout (" + std::to_string(c.http_read_timeout_s) +
+                         " s, MCP_EXEC_HTTP_READ_TIMEOUT_S) exceeds the request timeout (" +
+                         std::to_string(c.http_request_timeout_s) +
+                         " s, MCP_EXEC_HTTP_REQUEST_TIMEOUT_S)");
+  }
   if (c.workspace_bytes < (64u << 10)) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "the workspace (MCP_EXEC_WORKSPACE_BYTES) must be at least 64k");

@@ -84,6 +84,14 @@ struct Config {
   bool allow_unauthenticated = false;
   // MCP_EXEC_METRICS_AUTH: kNone leaves /metrics open, for a scraper inside the cluster.
   MetricsAuth metrics_auth = MetricsAuth::kToken;
+  // HTTP deadlines and the minimum transfer rate: a slow or stalled client loses its connection.
+  int http_read_timeout_s = 5;       // MCP_EXEC_HTTP_READ_TIMEOUT_S: a head or body stalls
+  int http_request_timeout_s = 60;   // MCP_EXEC_HTTP_REQUEST_TIMEOUT_S: a whole request
+  int http_write_timeout_s = 5;      // MCP_EXEC_HTTP_WRITE_TIMEOUT_S: a write makes no progress
+  uint64_t http_min_rate = 1024;     // MCP_EXEC_HTTP_MIN_RATE: bytes/s each way; 0: none
+  // MCP_EXEC_TRUSTED_PROXIES: addresses and CIDRs whose forwarding headers are believed
+  // (parsed and checked by `serve`, http::TrustedProxies).
+  std::string trusted_proxies;
   int max_concurrency = 0;                  // MCP_EXEC_MAX_CONCURRENCY: runs at once (CPUs)
   int max_queue = 64;                       // MCP_EXEC_MAX_QUEUE: runs waiting for a slot
 

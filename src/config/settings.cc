@@ -76,6 +76,66 @@ constexpr Setting kSettings[] = {
      .scope = S::kServe,
      .choices = "token|none",
      .store = [](Config& c, const V& v) { c.metrics_auth = static_cast<MetricsAuth>(v.choice); }},
+    {.env = "MCP_EXEC_TRUSTED_PROXIES",
+     .flag = "--trusted-proxies",
+     .default_text = "",
+     .help = "Reverse proxies (addresses, CIDRs, comma-separated) whose X-Forwarded-For or "
+             "Forwarded names the client; none by default",
+     .doc = "reverse proxies (IP addresses and CIDR networks, comma-separated) whose "
+            "`X-Forwarded-For` or `Forwarded` header is believed: for a connection from one, the "
+            "client is the rightmost address there that is not itself one of them, for the "
+            "per-address caps and the logs. Empty: none, the headers are ignored",
+     .scope = S::kServe,
+     .store = [](Config& c, const V& v) { c.trusted_proxies = v.text; }},
+    {.env = "MCP_EXEC_HTTP_READ_TIMEOUT_S",
+     .flag = "--http-read-timeout",
+     .type = T::kInt,
+     .default_text = "5",
+     .help = "Seconds an HTTP request's head or body may stall before its connection is closed "
+             "(408), 1 to 3600",
+     .doc = "seconds an HTTP request's head or body may stall (no byte arrives) before its "
+            "connection is closed, with 408 where one can still be sent; 1 to 3600",
+     .scope = S::kServe,
+     .min = 1,
+     .max = 3600,
+     .store = [](Config& c, const V& v) { c.http_read_timeout_s = static_cast<int>(v.integer); }},
+    {.env = "MCP_EXEC_HTTP_REQUEST_TIMEOUT_S",
+     .flag = "--http-request-timeout",
+     .type = T::kInt,
+     .default_text = "60",
+     .help = "Seconds to receive a whole HTTP request, body included, 1 to 86400",
+     .doc = "seconds to receive a whole HTTP request, body included; at least "
+            "`MCP_EXEC_HTTP_READ_TIMEOUT_S`, at most 86400",
+     .scope = S::kServe,
+     .min = 1,
+     .max = 86400,
+     .store = [](Config& c,
+                 const V& v) { c.http_request_timeout_s = static_cast<int>(v.integer); }},
+    {.env = "MCP_EXEC_HTTP_WRITE_TIMEOUT_S",
+     .flag = "--http-write-timeout",
+     .type = T::kInt,
+     .default_text = "5",
+     .help = "Seconds a write of an HTTP response or event stream may make no progress before "
+             "the connection is closed, 1 to 3600",
+     .doc = "seconds a write of an HTTP response (or of an event stream's block) may make no "
+            "progress, the client not reading, before the connection is closed; 1 to 3600",
+     .scope = S::kServe,
+     .min = 1,
+     .max = 3600,
+     .store = [](Config& c, const V& v) { c.http_write_timeout_s = static_cast<int>(v.integer); }},
+    {.env = "MCP_EXEC_HTTP_MIN_RATE",
+     .flag = "--http-min-rate",
+     .type = T::kInt,
+     .default_text = "1024",
+     .help = "Bytes per second below which an HTTP body or response write loses its connection, "
+             "after its timeout as a grace; 0 for no minimum",
+     .doc = "bytes per second, each way: a request body, or a write of a response, must finish "
+            "within its read (or write) timeout plus its size at this rate, or the connection is "
+            "closed; `0` for no minimum, at most 1073741824",
+     .scope = S::kServe,
+     .min = 0,
+     .max = 1073741824,
+     .store = [](Config& c, const V& v) { c.http_min_rate = static_cast<uint64_t>(v.integer); }},
     {.env = "MCP_EXEC_DEFAULT_TIMEOUT_S",
      .flag = "--default-timeout-s",
      .type = T::kInt,

@@ -1,11 +1,13 @@
-// HTTP/1.1 connections: the listening socket and its event loop, which holds every connection
-// that is waiting for a request head, and on each connection the request loop: read a head
-// (request.h), admit it, let the handler read the body and fill a response, write the
-// response (fixed length, or streamed with chunked transfer-coding), and keep the connection
-// alive or close it. A connection holds a thread only while one of its requests is served: idle
-// and slow clients cost a socket, so they cannot starve the server of threads. Every wait has a
-// timeout and also ends when the server stops; a client that sends a head byte by byte is cut at
-// its deadline.
+// HTTP/1.1 connections: the listening socket and its event loop, and on each connection the
+// request loop: read a head (request.h), admit it, let the handler read the body and fill a
+// response, write the response (fixed length, or streamed with chunked transfer-coding), and
+// keep the connection alive or close it. The event loop holds every connection that waits for
+// something from its client or for its client to take an answer: it reads request heads, admits
+// them, answers those that admission answers (refusals, /healthz) without a thread, and reads the
+// body of an admitted request (Content-Length, up to a limit) before a thread is taken. A
+// connection holds a thread only while its handler runs and writes: idle, slow and non-reading
+// clients cost a socket, so they cannot starve the server of threads. Every wait has a deadline
+// and a minimum rate and also ends when the server stops.
 #pragma once
 
 #include <chrono>
@@ -13,11 +15,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "http/client_address.h"
 #include "http/request.h"
 #include "http/response.h"
 
@@ -29,7 +33,17 @@ struct ConnectionLimits {
   // a new connection pushes out the one idle for longest, preferring those with no admitted
   // request: a flood of idle connections cannot keep a new client out.
   size_t max_idle_connections = 8192;
-  size_t max_connections_per_peer = 256;  // open connections from one IP address; beyond: 503
+  // Open connections from one IP address. A new one beyond it pushes out the oldest of that
+  // address's connections waiting in the event loop, preferring those not yet proven (no admitted
+  // request); only when all of them are being served is it refused with 503.
+  size_t max_connections_per_peer = 256;
+  // Connections in the event loop none of whose requests was admitted yet (no valid token): a
+  // budget of their own, so that they cannot crowd out proven ones. A new connection beyond it
+  // pushes out the oldest unproven one, so that a new client always gets in.
+  size_t max_unproven_connections = 4096;
+  // Requests from one IP address served at once (a thread each: running calls, open streams);
+  // beyond: 503. Its share of max_connections, so one address cannot take every thread.
+  size_t max_served_per_peer = 64;
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle time between requests
   // Idle time allowed to a connection none of whose requests was admitted yet (a new one, or one
   // answered only with refusals such as 404), and its time to send a whole head.
@@ -38,14 +52,28 @@ struct ConnectionLimits {
   std::chrono::milliseconds read_timeout{10000};        // a single read of a request
   std::chrono::milliseconds request_timeout{60000};     // reading a whole request, body included
   std::chrono::milliseconds write_timeout{10000};       // a single write of a response
+  // The slowest transfer allowed, in bytes per second, in each direction: a body (from where it
+  // starts) and each write of a response (a block of a stream included) must finish within its
+  // read or write timeout plus its size at this rate, so a client that trickles cannot hold a
+  // connection for long by sending, or taking, a byte just before each timeout. 0: no minimum.
+  size_t min_transfer_rate = 1024;
+  // An admitted request's Content-Length body up to this size is read by the event loop before
+  // the request takes a thread, so a body that stalls costs a socket, not a thread. Larger ones
+  // (and chunked ones) are read on the request's thread, with the same deadlines.
+  size_t max_loop_body_bytes = 8u << 20;
   HeadLimits head;                                      // size of a request head
+  // Reverse proxies whose X-Forwarded-For / Forwarded name the client (MCP_EXEC_TRUSTED_PROXIES):
+  // a connection from one is counted, and logged, under the client's address of its latest
+  // request. None by default: the headers are anyone's to write.
+  TrustedProxies trusted_proxies;
 };
 
 // How reading a request body ended.
 enum class BodyStatus {
   kOk,        // the whole body was read
   kTooLarge,  // it is larger than the limit given (nothing more is read)
-  kFailed,    // malformed chunked framing, a timeout, or the client went away
+  kFailed,    // malformed chunked framing, or the client went away
+  kTimedOut,  // the body stalled for the read timeout, or came slower than the minimum rate
 };
 
 // One request, as a handler sees it. Belongs to the connection's thread.
@@ -100,25 +128,37 @@ class Connection {
   void ServeUntilClosed();
 
   enum class Intake {
-    kWaiting,  // a request head is not complete yet
-    kReady,    // a whole head (or a malformed one, to be refused) is buffered: ServeReady()
-    kGone,     // the client closed the connection, or the socket failed
+    kWaiting,  // a request head, or an admitted request's body, is not complete yet: read more
+    kWriting,  // answers wait for the client to take them: wait until the socket is writable,
+               // and read nothing meanwhile (backpressure on pipelined requests)
+    kReady,    // a request needs its thread: ServeReady()
+    kGone,     // the client closed the connection, the socket failed, or it is to be closed
   };
-  // Reads what the socket holds without blocking (at most a head's worth beyond what is
-  // buffered).
-  Intake ReadAvailable();
-  // Serves every request whose head is buffered, reading bodies and writing responses with the
-  // usual timeouts. True when the connection stays open and waits for its next head; false when
-  // it is finished (destroy it to close it).
+  // Event loop side, never blocks: sends what answers are pending, reads what the socket holds
+  // (at most a head's worth, or an admitted body's, beyond what is buffered), admits each whole
+  // head, answers those that admission answers with a fixed response, and reads an admitted
+  // request's body (see ConnectionLimits::max_loop_body_bytes).
+  Intake Progress();
+  // When the event loop must give up on what it waits for from the client now: an answer not
+  // taken (write timeout, minimum rate) or an admitted body that does not come (read timeout,
+  // minimum rate). nullopt while it waits for a request head, whose deadlines the loop keeps.
+  std::optional<std::chrono::steady_clock::time_point> LoopDeadline() const;
+  // Requests answered or served on this connection so far.
+  size_t Served() const;
+  // Serves the request Progress() found ready, reading its body (unless the loop has) and writing
+  // its response with the usual deadlines. True when the connection stays open: give it back to
+  // the event loop, which calls Progress() at once (more may be buffered); false when it is
+  // finished (destroy it to close it).
   bool ServeReady();
   // Answers 408 without blocking, for a head not received in time; the caller then closes it.
   void RefuseSlowHead();
 
-  // Bytes of a request head have arrived (not just the empty lines allowed between requests).
+  // Bytes of a request have arrived (not just the empty lines allowed between requests).
   bool HeadStarted() const;
   // One of its requests got past admission (the token, when one is set).
   bool Trusted() const;
-  // The client's IP address; empty when unknown.
+  // The client's IP address (from a trusted proxy: the one its latest request was forwarded
+  // for); empty when unknown.
   const std::string& Remote() const;
   int Socket() const;
 

@@ -202,7 +202,7 @@ class ConnectionServer::Loop {
         } else if (fd == wake_.Get()) {
           TakeReturned();
         } else {
-          OnReadable(fd);
+          OnEvent(fd);
         }
       }
       if (Clock::now() >= next_sweep) {
@@ -224,7 +224,7 @@ class ConnectionServer::Loop {
   // A connection and its slot among its peer's: destroying it closes the connection.
   struct Tracked {
     std::unique_ptr<Connection> conn;
-    PeerTable::Slot slot;
+    std::optional<PeerTable::Slot> slot;
   };
   struct Idle {
     std::shared_ptr<Tracked> tracked;
@@ -232,6 +232,12 @@ class ConnectionServer::Loop {
     Clock::time_point last_byte;   // of the head being received
     Clock::time_point head_start;  // when its first byte arrived
     bool head_started = false;
+    bool writing = false;  // watched for EPOLLOUT: answers wait for the client to take them
+    size_t served = 0;     // the connection's count when `since` was set
+    bool unproven = false;                  // in unproven_, at unproven_at
+    std::list<int>::iterator unproven_at;
+    std::string peer;                       // its address, as counted in peers_
+    std::list<int>::iterator peer_at;       // in by_peer_[peer]
   };
 
   bool Watch(int fd, int op, uint32_t events) {
@@ -268,11 +274,22 @@ class ConnectionServer::Loop {
 
   void Admit(int sock) {
     auto conn = std::make_unique<Connection>(sock, stop_fd_, limits_, handler_);
-    std::optional<PeerTable::Slot> slot =
-        peers_.Acquire(conn->Remote(), limits_.max_connections_per_peer);
+    // A trusted proxy's connections are counted under their clients' addresses once their first
+    // request names one (Rekey), not against the proxy's.
+    const size_t cap = limits_.trusted_proxies.Contains(conn->Remote())
+                           ? SIZE_MAX
+                           : limits_.max_connections_per_peer;
+    std::optional<PeerTable::Slot> slot = peers_.Acquire(conn->Remote(), cap);
+    // The newcomer may be the legitimate client of an address a flood comes from too: the
+    // address's oldest waiting connection makes room for it.
+    if (!slot && EvictOldestOf(conn->Remote())) {
+      if (auto again = peers_.Acquire(conn->Remote(), limits_.max_connections_per_peer)) {
+        slot.emplace(std::move(*again));
+      }
+    }
     if (!slot) {
       if (auto held = peer_refusal_log_.Allow()) {
-        log::Warn("too many connections from one address: refusing new ones with 503",
+        log::Warn("too many connections from one address, all being served: refusing with 503",
                   {{"remote", conn->Remote()},
                    {"max_connections_per_peer", limits_.max_connections_per_peer},
                    {"held_back", *held}});
@@ -281,52 +298,118 @@ class ConnectionServer::Loop {
       handler_.Answered(503);
       return;
     }
+    if (unproven_.size() >= limits_.max_unproven_connections) EvictUnproven();
     AddIdle(std::make_shared<Tracked>(Tracked{std::move(conn), std::move(*slot)}));
   }
 
-  void AddIdle(std::shared_ptr<Tracked> tracked) {
+  // False when it could not be watched (it is closed).
+  bool AddIdle(std::shared_ptr<Tracked> tracked) {
     if (idle_.size() >= limits_.max_idle_connections) EvictOne();
     const int fd = tracked->conn->Socket();
     if (!Watch(fd, EPOLL_CTL_ADD, EPOLLIN | EPOLLRDHUP)) {
       log::Error("http event loop: cannot watch a connection", {{"errno", strerrorname_np(errno)}});
-      return;  // closed with `tracked`
+      return false;  // closed with `tracked`
     }
     const auto now = Clock::now();
     Idle& idle = idle_[fd];
     idle.tracked = std::move(tracked);
     idle.since = idle.last_byte = idle.head_start = now;
     idle.head_started = idle.tracked->conn->HeadStarted();
+    idle.served = idle.tracked->conn->Served();
+    idle.peer = idle.tracked->conn->Remote();
+    std::list<int>& of_peer = by_peer_[idle.peer];
+    idle.peer_at = of_peer.insert(of_peer.end(), fd);
+    if (!idle.tracked->conn->Trusted()) {
+      idle.unproven = true;
+      idle.unproven_at = unproven_.insert(unproven_.end(), fd);
+    }
+    return true;
   }
 
   void Drop(std::unordered_map<int, Idle>::iterator it) {
     Watch(it->first, EPOLL_CTL_DEL, 0);
+    Idle& idle = it->second;
+    Proven(idle);
+    if (auto peer = by_peer_.find(idle.peer); peer != by_peer_.end()) {
+      peer->second.erase(idle.peer_at);
+      if (peer->second.empty()) by_peer_.erase(peer);
+    }
     idle_.erase(it);
   }
 
-  void OnReadable(int fd) {
+  // Takes a connection off the unproven list (it had a request admitted, or it goes).
+  void Proven(Idle& idle) {
+    if (!idle.unproven) return;
+    unproven_.erase(idle.unproven_at);
+    idle.unproven = false;
+  }
+
+  // Watches for what the connection waits for: its client's bytes, or room for its answers.
+  void SetWriting(std::unordered_map<int, Idle>::iterator it, bool writing) {
+    if (it->second.writing == writing) return;
+    it->second.writing = writing;
+    // No EPOLLRDHUP while writing: nothing is read then, so a half-close would wake the loop
+    // again and again; a failed send tells a client that is gone.
+    Watch(it->first, EPOLL_CTL_MOD, writing ? EPOLLOUT : (EPOLLIN | EPOLLRDHUP));
+  }
+
+  void OnEvent(int fd) {
     auto it = idle_.find(fd);
     if (it == idle_.end()) return;
     Idle& idle = it->second;
-    switch (idle.tracked->conn->ReadAvailable()) {
+    const Connection::Intake intake = idle.tracked->conn->Progress();
+    if (intake != Connection::Intake::kGone && idle.tracked->conn->Remote() != idle.peer) {
+      OnRekeyed(fd, intake);
+      return;
+    }
+    const auto now = Clock::now();
+    if (idle.tracked->conn->Trusted()) Proven(idle);
+    if (idle.tracked->conn->Served() != idle.served) {
+      // It answered requests in the loop: idle (or at its next head) from now.
+      idle.served = idle.tracked->conn->Served();
+      idle.since = idle.last_byte = idle.head_start = now;
+      idle.head_started = false;
+    }
+    switch (intake) {
       case Connection::Intake::kGone:
         Drop(it);
         return;
+      case Connection::Intake::kWriting:
+        SetWriting(it, true);
+        return;
       case Connection::Intake::kWaiting:
-        idle.last_byte = Clock::now();
+        SetWriting(it, false);
+        idle.last_byte = now;
         if (!idle.head_started && idle.tracked->conn->HeadStarted()) {
           idle.head_started = true;
-          idle.head_start = idle.last_byte;
+          idle.head_start = now;
         }
         return;
       case Connection::Intake::kReady:
         break;
     }
-    std::shared_ptr<Tracked> tracked = std::move(idle.tracked);
+    std::shared_ptr<Tracked> tracked = idle.tracked;  // Drop() still reads it
+    // Streams and running calls count against their address's share of the threads, so that
+    // one address's long-lived requests cannot take every thread.
+    std::optional<PeerTable::Slot> share = served_.Acquire(idle.peer, limits_.max_served_per_peer);
     Drop(it);
-    const bool spawned =
-        threads_.Spawn([this, tracked](const std::function<void()>& release) mutable {
+    if (!share) {
+      if (auto held = peer_busy_log_.Allow()) {
+        log::Warn("too many requests at once from one address: refusing with 503",
+                  {{"remote", tracked->conn->Remote()},
+                   {"max_served_per_peer", limits_.max_served_per_peer},
+                   {"held_back", *held}});
+      }
+      Refuse(tracked->conn->Socket());
+      handler_.Answered(503);
+      return;
+    }
+    auto held_share = std::make_shared<PeerTable::Slot>(std::move(*share));
+    const bool spawned = threads_.Spawn(
+        [this, tracked, held_share](const std::function<void()>& release) mutable {
           std::shared_ptr<Tracked> mine = std::move(tracked);
           if (!mine->conn->ServeReady()) return;
+          held_share.reset();
           release();
           GiveBack(std::move(mine));
         });
@@ -359,17 +442,24 @@ class ConnectionServer::Loop {
       std::lock_guard lock(returned_mu_);
       returned.swap(returned_);
     }
-    for (auto& tracked : returned) AddIdle(std::move(tracked));
+    for (auto& tracked : returned) {
+      const int fd = tracked->conn->Socket();
+      // Requests may be buffered behind the one served: the loop admits them now.
+      if (AddIdle(std::move(tracked))) OnEvent(fd);
+    }
   }
 
   Clock::time_point Deadline(const Idle& idle) const {
-    const bool trusted = idle.tracked->conn->Trusted();
+    const Connection& conn = *idle.tracked->conn;
+    const bool trusted = conn.Trusted();
+    const Clock::time_point transfer = conn.LoopDeadline().value_or(Clock::time_point::max());
     if (!idle.head_started) {
-      return idle.since + (trusted ? limits_.keep_alive_timeout : limits_.untrusted_idle_timeout);
+      return std::min(transfer, idle.since + (trusted ? limits_.keep_alive_timeout
+                                                      : limits_.untrusted_idle_timeout));
     }
-    return std::min(idle.last_byte + limits_.read_timeout,
-                    idle.head_start + (trusted ? limits_.request_timeout
-                                               : limits_.untrusted_idle_timeout));
+    return std::min({transfer, idle.last_byte + limits_.read_timeout,
+                     idle.head_start + (trusted ? limits_.request_timeout
+                                                : limits_.untrusted_idle_timeout)});
   }
 
   void Sweep() {
@@ -379,7 +469,9 @@ class ConnectionServer::Loop {
       if (now >= Deadline(it->second)) {
         // A client that started a request and then stalled (slowloris) hears why it is cut off;
         // one that sent nothing does not.
-        if (it->second.head_started) it->second.tracked->conn->RefuseSlowHead();
+        if (it->second.head_started && !it->second.writing) {
+          it->second.tracked->conn->RefuseSlowHead();
+        }
         Drop(it);
       }
       it = next;
@@ -390,19 +482,75 @@ class ConnectionServer::Loop {
     }
   }
 
+  // A trusted proxy's connection now serves another client: it moves to that address's count,
+  // under its cap (making room as a newcomer does), then carries on with `intake`.
+  void OnRekeyed(int fd, Connection::Intake intake) {
+    auto it = idle_.find(fd);
+    std::shared_ptr<Tracked> tracked = it->second.tracked;
+    Drop(it);
+    tracked->slot.reset();
+    const std::string& peer = tracked->conn->Remote();
+    std::optional<PeerTable::Slot> slot = peers_.Acquire(peer, limits_.max_connections_per_peer);
+    if (!slot && EvictOldestOf(peer)) {
+      if (auto again = peers_.Acquire(peer, limits_.max_connections_per_peer)) {
+        slot.emplace(std::move(*again));
+      }
+    }
+    if (!slot) {
+      Refuse(tracked->conn->Socket());
+      handler_.Answered(503);
+      return;
+    }
+    tracked->slot.emplace(std::move(*slot));
+    if (!AddIdle(std::move(tracked))) return;
+    if (intake == Connection::Intake::kWriting) SetWriting(idle_.find(fd), true);
+    if (intake == Connection::Intake::kReady) OnEvent(fd);
+  }
+
+  // Closes the oldest connection that has not proven a token, to make room for a new one.
+  bool EvictUnproven() {
+    if (unproven_.empty()) return false;
+    if (auto held = unproven_log_.Allow()) {
+      log::Warn("unproven connections at their budget: closing the oldest",
+                {{"max_unproven_connections", limits_.max_unproven_connections},
+                 {"held_back", *held}});
+    }
+    Drop(idle_.find(unproven_.front()));
+    return true;
+  }
+
+  // Closes the oldest of `peer`'s connections in the loop, preferring an unproven one. False
+  // when it has none there (all are being served).
+  bool EvictOldestOf(const std::string& peer) {
+    auto of_peer = by_peer_.find(peer);
+    if (of_peer == by_peer_.end()) return false;
+    auto victim = idle_.end();
+    for (const int fd : of_peer->second) {
+      auto it = idle_.find(fd);
+      if (victim == idle_.end()) victim = it;
+      if (it->second.unproven) {
+        victim = it;
+        break;
+      }
+    }
+    if (victim == idle_.end()) return false;
+    if (auto held = peer_eviction_log_.Allow()) {
+      log::Warn("connections from one address at the cap: closing its oldest waiting one",
+                {{"remote", peer},
+                 {"max_connections_per_peer", limits_.max_connections_per_peer},
+                 {"held_back", *held}});
+    }
+    Drop(victim);
+    return true;
+  }
+
   // Closes the connection idle for longest, preferring one none of whose requests was admitted.
   // False when there is none.
   bool EvictOne() {
-    auto victim = idle_.end();
-    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-      if (victim == idle_.end()) {
-        victim = it;
-        continue;
-      }
-      const bool trusted = it->second.tracked->conn->Trusted();
-      const bool victim_trusted = victim->second.tracked->conn->Trusted();
-      if (trusted != victim_trusted ? !trusted : it->second.since < victim->second.since) {
-        victim = it;
+    auto victim = unproven_.empty() ? idle_.end() : idle_.find(unproven_.front());
+    if (victim == idle_.end()) {
+      for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+        if (victim == idle_.end() || it->second.since < victim->second.since) victim = it;
       }
     }
     if (victim == idle_.end()) return false;
@@ -423,8 +571,11 @@ class ConnectionServer::Loop {
   // Destroyed after threads_ (declared before it): a serving thread's connection gives its slot
   // back when it closes.
   PeerTable peers_;
+  PeerTable served_;  // requests being served (on a thread), per address
   Threads threads_;
   std::unordered_map<int, Idle> idle_;  // by socket
+  std::list<int> unproven_;             // sockets of idle_'s unproven connections, oldest first
+  std::unordered_map<std::string, std::list<int>> by_peer_;  // idle_'s sockets by address
   bool accept_paused_ = false;
   Clock::time_point accept_resume_;
   std::mutex returned_mu_;
@@ -434,6 +585,9 @@ class ConnectionServer::Loop {
   log::Throttle peer_refusal_log_;
   log::Throttle busy_log_;
   log::Throttle eviction_log_;
+  log::Throttle unproven_log_;
+  log::Throttle peer_eviction_log_;
+  log::Throttle peer_busy_log_;
 };
 
 ConnectionServer::ConnectionServer(ConnectionLimits limits, int stop_fd, Handler& handler)

@@ -372,6 +372,76 @@ TEST_F(ConnectionTest, ASlowHeadIsCutAtTheRequestDeadline) {
   EXPECT_TRUE(received_.starts_with("HTTP/1.1 408 Request Timeout\r\n")) << received_;
 }
 
+// A body that stops coming is cut at the read timeout, and the handler can tell a timeout
+// (408) from a client that went away.
+TEST_F(ConnectionTest, AStalledBodyTimesOut) {
+  limits_.read_timeout = 200ms;
+  std::atomic<int> status{-1};
+  handler_.handle = [&](Request& req, Response& res) {
+    std::string body;
+    status = static_cast<int>(req.ReadBody(1 << 20, &body));
+    res.status = 408;
+    res.close = true;
+  };
+  Start();
+  const auto start = Clock::now();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\nx");
+  ASSERT_TRUE(WaitEof(3s));
+  EXPECT_LT(Clock::now() - start, 1500ms);
+  EXPECT_EQ(status.load(), static_cast<int>(BodyStatus::kTimedOut));
+  EXPECT_TRUE(received_.starts_with("HTTP/1.1 408 Request Timeout\r\n")) << received_;
+}
+
+// A byte now and then, each well within the read timeout, is still too slow: the body must come
+// at the minimum rate once its grace (the read timeout) is over.
+TEST_F(ConnectionTest, ABodyTrickledBelowTheMinimumRateIsCut) {
+  limits_.read_timeout = 300ms;
+  limits_.request_timeout = 20s;
+  limits_.min_transfer_rate = 1000;  // bytes/s: a byte buys 1 ms
+  std::atomic<int> status{-1};
+  handler_.handle = [&](Request& req, Response& res) {
+    std::string body;
+    status = static_cast<int>(req.ReadBody(1 << 20, &body));
+    res.close = true;
+  };
+  Start();
+  const auto start = Clock::now();
+  Send("POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\n");
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    while (!stop && send(client_.Get(), "x", 1, MSG_NOSIGNAL) == 1) {
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  const bool closed = WaitEof(5s);
+  stop = true;
+  drip.join();
+  ASSERT_TRUE(closed) << "a body trickled at 20 bytes/s still held its connection after 5 s";
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_EQ(status.load(), static_cast<int>(BodyStatus::kTimedOut));
+}
+
+// A client that takes its response slower than the minimum rate loses the connection, although
+// every write makes some progress within the write timeout.
+TEST_F(ConnectionTest, AClientReadingBelowTheMinimumRateIsCut) {
+  limits_.write_timeout = 300ms;
+  limits_.min_transfer_rate = 1 << 20;  // 1 MiB/s: a 1 MiB body gets 1.3 s
+  handler_.handle = [](Request&, Response& res) {
+    res.SetContent(std::string(1 << 20, 'x'), "text/plain");
+  };
+  Start();
+  const auto start = Clock::now();
+  Send(kGetA);
+  // About 200 KiB/s: the whole body would take 5 s.
+  char buf[4096];
+  while (!served_ && Clock::now() - start < 8s) {
+    if (recv(client_.Get(), buf, sizeof buf, MSG_DONTWAIT) == 0) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(served_.load());
+  EXPECT_LT(Clock::now() - start, 3s);
+}
+
 TEST_F(ConnectionTest, AnIdleConnectionIsClosedSilently) {
   limits_.keep_alive_timeout = 100ms;
   Start();
@@ -577,26 +647,6 @@ TEST_F(ServerTest, RequestsBeyondTheCapAre503) {
   EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
-TEST_F(ServerTest, ConnectionsPerPeerAreCapped) {
-  limits_.max_connections_per_peer = 2;
-  Start();
-  UniqueFd a = Served();
-  UniqueFd b = Connect(port_);
-  UniqueFd c = Connect(port_);
-  const std::string refused = ReadAll(c.Get());  // refused on accept, before any request
-  EXPECT_TRUE(refused.starts_with(k503)) << refused;
-  b.Reset();
-  // A slot is free again once the server has seen a connection close (up to 2 s here).
-  bool served = false;
-  for (int i = 0; i < 200 && !served; ++i) {
-    if (i > 0) std::this_thread::sleep_for(10ms);
-    UniqueFd d = Connect(port_);
-    if (!SendAll(d.Get(), kGet)) continue;
-    served = ReadSome(d.Get()).starts_with(kOk);
-  }
-  EXPECT_TRUE(served);
-}
-
 TEST_F(ServerTest, AtTheIdleCapTheLongestIdleUntrustedConnectionMakesRoom) {
   limits_.max_idle_connections = 2;
   Start();
@@ -644,6 +694,222 @@ TEST_F(ServerTest, PipelinedAndKeptAliveRequestsGoThroughTheLoop) {
     ASSERT_TRUE(SendAll(fd.Get(), kGet));
     EXPECT_TRUE(ReadSome(fd.Get()).starts_with(kOk));
   }
+}
+
+// An admitted body that stalls waits in the event loop, not on a thread: with one thread, another
+// client is served meanwhile, and the stalled one is cut with 408 at its read timeout.
+TEST_F(ServerTest, AStalledBodyHoldsNoThreadAndIsCutAt408) {
+  limits_.max_connections = 1;
+  limits_.read_timeout = 300ms;
+  Start();
+  UniqueFd stalled = Connect(port_);
+  ASSERT_TRUE(SendAll(stalled.Get(), "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\nx"));
+  std::this_thread::sleep_for(50ms);
+  const auto start = Clock::now();
+  UniqueFd other = Connect(port_);
+  ASSERT_TRUE(SendAll(other.Get(), kGet));
+  const std::string got = ReadSome(other.Get());
+  EXPECT_TRUE(got.starts_with(kOk)) << got;
+  EXPECT_LT(Clock::now() - start, 250ms);
+  const std::string cut = ReadAll(stalled.Get());
+  EXPECT_TRUE(cut.starts_with("HTTP/1.1 408 Request Timeout\r\n")) << cut;
+}
+
+// The whole body reaches the handler when the loop has read it.
+TEST_F(ServerTest, ABodyReadByTheLoopReachesTheHandler) {
+  Start();
+  UniqueFd fd = Connect(port_);
+  ASSERT_TRUE(SendAll(fd.Get(), "POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhel"));
+  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(SendAll(fd.Get(), std::string("lo") + kGet));
+  std::string got;
+  while (got.find("hello") == std::string::npos || got.find("\r\n\r\n/a") == std::string::npos) {
+    const std::string more = ReadSome(fd.Get());
+    ASSERT_FALSE(more.empty()) << got;
+    got += more;
+  }
+}
+
+// A client that pipelines requests admission answers (/healthz) and never reads the answers
+// holds no thread, is read only as fast as it takes them, and is cut at the write timeout.
+TEST_F(ServerTest, APipelinerThatDoesNotReadHoldsNoThreadAndIsCut) {
+  limits_.max_connections = 1;
+  limits_.write_timeout = 300ms;
+  handler_.admit = [](const Request& req, Response& res) {
+    if (req.head.path != "/healthz") return Admission::kAdmitted;
+    res.SetContent(std::string(64 * 1024, 'k'), "text/plain");  // more than fits in buffers
+    return Admission::kAnswered;
+  };
+  Start();
+  UniqueFd hog = Connect(port_);
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n";
+  std::string pipeline;
+  while (pipeline.size() < (8u << 20)) pipeline += request;
+  size_t sent = 0;
+  const auto until = Clock::now() + 500ms;
+  while (sent < pipeline.size() && Clock::now() < until) {
+    const ssize_t n = send(hog.Get(), pipeline.data() + sent, pipeline.size() - sent,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) sent += static_cast<size_t>(n);
+    else std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_LT(sent, pipeline.size()) << "the server read 8 MiB of requests whose answers wait";
+  const auto start = Clock::now();
+  UniqueFd other = Connect(port_);
+  ASSERT_TRUE(SendAll(other.Get(), kGet));
+  const std::string got = ReadSome(other.Get());
+  EXPECT_TRUE(got.starts_with(kOk)) << got;
+  EXPECT_LT(Clock::now() - start, 250ms);
+  // Cut: what it was sent, then the end (or a reset), within the write timeout and a sweep.
+  std::this_thread::sleep_for(1s);
+  char buf[65536];
+  ssize_t n = 0;
+  while ((n = recv(hog.Get(), buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+  }
+  EXPECT_TRUE(n == 0 || (n < 0 && errno == ECONNRESET)) << "still open: errno " << errno;
+}
+
+// The server closed `fd` (EOF or reset) within `timeout`, having sent nothing.
+bool ClosedSilently(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+  char c;
+  const ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+// At the per-address cap, a newcomer pushes out the address's oldest waiting connection (an
+// unproven one first) instead of being refused: the legitimate client of a crowded address gets
+// in.
+TEST_F(ServerTest, ThePerPeerCapEvictsTheOldestWaitingConnectionInsteadOfRefusing) {
+  limits_.max_connections_per_peer = 2;
+  Start();
+  UniqueFd proven = Served();          // idle, with an admitted request
+  UniqueFd unproven = Connect(port_);  // idle, nothing sent
+  std::this_thread::sleep_for(50ms);   // accepted by the loop
+  UniqueFd newcomer = Connect(port_);
+  ASSERT_TRUE(SendAll(newcomer.Get(), kGet));
+  const std::string got = ReadSome(newcomer.Get());
+  EXPECT_TRUE(got.starts_with(kOk)) << got;
+  EXPECT_TRUE(ClosedSilently(unproven.Get(), 1s));
+  EXPECT_TRUE(SendAll(proven.Get(), kGet));
+  EXPECT_TRUE(ReadSome(proven.Get()).starts_with(kOk));
+}
+
+// Only when every connection of the address is being served is a newcomer refused.
+TEST_F(ServerTest, ThePerPeerCapRefusesWhenAllAreServed) {
+  limits_.max_connections_per_peer = 1;
+  std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
+  handler_.handle = [&](Request&, Response& res) {
+    entered = true;
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+    res.SetContent("x", "text/plain");
+  };
+  Start();
+  UniqueFd busy = Connect(port_);
+  ASSERT_TRUE(SendAll(busy.Get(), kGet));
+  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd refused = Connect(port_);
+  const std::string out = ReadAll(refused.Get());
+  EXPECT_TRUE(out.starts_with(k503)) << out;
+  release = true;
+  EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
+}
+
+// Unproven connections have a budget of their own: at it, the oldest unproven one makes room
+// for a new client, and proven ones are left alone.
+TEST_F(ServerTest, AtTheUnprovenBudgetTheOldestUnprovenMakesRoom) {
+  limits_.max_unproven_connections = 2;
+  Start();
+  UniqueFd proven = Served();
+  UniqueFd oldest = Connect(port_);
+  std::this_thread::sleep_for(20ms);
+  UniqueFd younger = Connect(port_);
+  std::this_thread::sleep_for(50ms);  // both accepted by the loop
+  UniqueFd newcomer = Connect(port_);
+  ASSERT_TRUE(SendAll(newcomer.Get(), kGet));
+  EXPECT_TRUE(ReadSome(newcomer.Get()).starts_with(kOk));
+  EXPECT_TRUE(ClosedSilently(oldest.Get(), 1s));
+  pollfd p{younger.Get(), POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0) << "the younger unproven connection was closed";
+  EXPECT_TRUE(SendAll(proven.Get(), kGet));
+  EXPECT_TRUE(ReadSome(proven.Get()).starts_with(kOk));
+}
+
+// An address's requests being served (streams, running calls) have a share of the threads: past
+// it, that address is refused while others are still served.
+TEST_F(ServerTest, AnAddressGetsOnlyItsShareOfTheThreads) {
+  limits_.max_served_per_peer = 1;
+  std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
+  handler_.handle = [&](Request& req, Response& res) {
+    if (req.head.path == "/block") {
+      entered = true;
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+    }
+    res.SetContent("x", "text/plain");
+  };
+  Start();
+  UniqueFd busy = Connect(port_);
+  ASSERT_TRUE(SendAll(busy.Get(), "GET /block HTTP/1.1\r\nHost: h\r\n\r\n"));
+  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd second = Connect(port_);
+  ASSERT_TRUE(SendAll(second.Get(), kGet));
+  const std::string refused = ReadAll(second.Get());
+  EXPECT_TRUE(refused.starts_with(k503)) << refused;
+  release = true;
+  EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
+}
+
+// The address a handler sees (and the per-address cap counts): the forwarded client's only when
+// the peer is a trusted proxy.
+TEST_F(ServerTest, XForwardedForIsHonouredOnlyFromATrustedProxy) {
+  handler_.handle = [](Request& req, Response& res) { res.SetContent(req.remote_addr, "text/plain"); };
+  const std::string request = "GET /a HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n";
+  auto answer = [&] {
+    UniqueFd fd = Connect(port_);
+    EXPECT_TRUE(SendAll(fd.Get(), request));
+    return ReadSome(fd.Get());
+  };
+  limits_.trusted_proxies = *TrustedProxies::Parse("10.0.0.1");
+  Start();
+  EXPECT_TRUE(answer().ends_with("\r\n\r\n127.0.0.1"));
+  TearDown();
+  server_.reset();
+  limits_.trusted_proxies = *TrustedProxies::Parse("127.0.0.0/8");
+  Start();
+  EXPECT_TRUE(answer().ends_with("\r\n\r\n192.0.2.1"));
+}
+
+// Behind a trusted proxy, the per-address cap is the forwarded client's: one client at its cap
+// does not lock out another behind the same proxy.
+TEST_F(ServerTest, BehindATrustedProxyEachClientHasItsOwnCap) {
+  limits_.max_connections_per_peer = 1;
+  limits_.max_served_per_peer = 1;
+  limits_.trusted_proxies = *TrustedProxies::Parse("127.0.0.1");
+  std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
+  handler_.handle = [&](Request& req, Response& res) {
+    if (req.head.path == "/block") {
+      entered = true;
+      while (!release.load()) std::this_thread::sleep_for(1ms);
+    }
+    res.SetContent("x", "text/plain");
+  };
+  Start();
+  UniqueFd busy = Connect(port_);
+  ASSERT_TRUE(SendAll(busy.Get(), "GET /block HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n"));
+  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd other = Connect(port_);
+  ASSERT_TRUE(SendAll(other.Get(), "GET /a HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.2\r\n\r\n"));
+  EXPECT_TRUE(ReadSome(other.Get()).starts_with(kOk));
+  UniqueFd same = Connect(port_);
+  ASSERT_TRUE(SendAll(same.Get(), "GET /a HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n"));
+  const std::string refused = ReadAll(same.Get());
+  EXPECT_TRUE(refused.starts_with(k503)) << refused;
+  release = true;
+  EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
 TEST(ConnectionServer, ABusyPortIsUnavailable) {

@@ -75,6 +75,7 @@ void FitConnectionCaps(http::ConnectionLimits& limits) {
   }
   limits.max_connections = active;
   limits.max_idle_connections = idle;
+  limits.max_unproven_connections = std::min(limits.max_unproven_connections, idle);
 }
 
 }  // namespace
@@ -159,12 +160,17 @@ Result<int> HttpServer::Impl::Start() {
   limits.max_connections = options_.max_connections;
   limits.max_idle_connections = options_.max_idle_connections;
   limits.max_connections_per_peer = options_.max_connections_per_peer;
+  limits.max_unproven_connections = options_.max_unproven_connections;
+  limits.max_served_per_peer = options_.max_served_per_peer;
+  limits.trusted_proxies = options_.trusted_proxies;
   FitConnectionCaps(limits);
   limits.keep_alive_timeout = options_.keep_alive_timeout;
   limits.untrusted_idle_timeout = options_.untrusted_idle_timeout;
   limits.read_timeout = options_.read_timeout;
   limits.request_timeout = options_.request_timeout;
   limits.write_timeout = options_.write_timeout;
+  limits.min_transfer_rate = options_.min_transfer_rate;
+  limits.max_loop_body_bytes = options_.max_body_bytes;
   svr_ = std::make_unique<http::ConnectionServer>(limits, stop_fd_.Get(), *this);
 
   const Result<int> port = svr_->Listen(options_.listen.host, options_.listen.port, kListenBacklog);
@@ -284,6 +290,9 @@ bool HttpServer::Impl::ReadBody(const Request& req, Response& res, std::string* 
       break;
     case http::BodyStatus::kFailed:
       SendRpcError(res, 400, kTransportError, "Bad Request: could not read the body");
+      break;
+    case http::BodyStatus::kTimedOut:
+      SendRpcError(res, 408, kTransportError, "Request Timeout: the body came too slowly");
       break;
   }
   CloseConnection(res);

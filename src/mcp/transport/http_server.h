@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "http/client_address.h"
 #include "mcp/server.h"
 #include "mcp/transport/http_checks.h"
 #include "metrics/text_format.h"
@@ -51,6 +52,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds request_timeout{60000};     // receiving a whole request, body included
   std::chrono::milliseconds write_timeout{10000};       // one write; a client that stops reading
                                                         // for longer is disconnected
+  // Bytes per second: a body, or a write of a response, slower than this (after its read or
+  // write timeout as a grace) loses its connection. 0: no minimum.
+  size_t min_transfer_rate = 1024;
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle connection between requests
   std::chrono::milliseconds sse_keep_alive{15000};      // comment on an idle event stream
 
@@ -58,7 +62,17 @@ struct HttpServerOptions {
   // Connections waiting for a request (a descriptor each); beyond, the one idle for longest,
   // preferring those with no admitted request, is closed to make room.
   size_t max_idle_connections = 8192;
-  size_t max_connections_per_peer = 256;  // open connections from one IP address; beyond: 503
+  // Open connections from one IP address; beyond, its oldest waiting one (unproven first) is
+  // closed to make room, and only when all are being served is a newcomer answered 503.
+  size_t max_connections_per_peer = 256;
+  // Waiting connections with no admitted request (no valid token yet); beyond, the oldest of
+  // them is closed to make room.
+  size_t max_unproven_connections = 4096;
+  // Requests from one IP address served at once (streams and running calls); beyond: 503.
+  size_t max_served_per_peer = 64;
+  // Reverse proxies whose X-Forwarded-For / Forwarded are believed (MCP_EXEC_TRUSTED_PROXIES);
+  // none by default.
+  ::mcpexec::http::TrustedProxies trusted_proxies;
   // Idle time, and time to send a request head, for a connection with no admitted request yet.
   std::chrono::milliseconds untrusted_idle_timeout{5000};
   size_t max_sessions = 4096;     // open sessions; beyond (after expiring idle ones): 503
