@@ -8,6 +8,9 @@
 
 namespace mcpexec {
 
+// `bytes` bytes of getrandom(2).
+Result<std::string> RandomBytes(size_t bytes);
+
 // `bytes` bytes of getrandom(2) as 2 * `bytes` lowercase hex digits.
 Result<std::string> RandomHex(size_t bytes);
 

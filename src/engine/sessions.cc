@@ -37,8 +37,10 @@ std::string InstanceId() {
   return id.ok() ? *id : "00000000";
 }
 
-// Why a session whose interpreter is gone (between calls, or in a call that did not say) ended.
+// Why a session whose interpreter is gone ended: what the sandbox saw, or, when it saw nothing
+// (killed between calls), what the limits backend tells.
 std::string DeadReason(const sandbox::Sandbox& box) {
+  if (std::string reason = box.SessionEndReason(); !reason.empty()) return reason;
   return box.SessionUsage().oom_killed ? "out of memory" : "killed";
 }
 
@@ -190,12 +192,9 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
     entry->memory_bytes = entry->box->SessionUsage().memory_current_bytes;
   }
   if (!entry->ended) {
-    if (result.ok() && result->ended != sandbox::SessionEnd::kNone) {
-      ending = EndLocked(*entry, sandbox::SessionEndName(result->ended));
-    } else if (!result.ok() || !entry->box->SessionAlive()) {
-      // Killed between calls (a process of its own ran it out of memory) or during this one.
-      ending = EndLocked(*entry, DeadReason(*entry->box));
-    }
+    // A call that failed before it started (an input file that cannot be written) leaves its
+    // session alive: the error is the call's alone.
+    if (!entry->box->SessionAlive()) ending = EndLocked(*entry, DeadReason(*entry->box));
   } else {
     ending = std::move(entry->box);  // closed or expired while the call ran
     entry->box.reset();

@@ -34,6 +34,8 @@ const char* SessionEndName(SessionEnd end) {
       return "the interpreter exited";
     case SessionEnd::kKilled:
       return "killed";
+    case SessionEnd::kChannelBroken:
+      return "control channel broken";
   }
   return "killed";
 }

@@ -78,9 +78,13 @@ enum class SessionEnd {
   kOutOfMemory,  // the OOM killer ended its interpreter
   kExited,       // its interpreter exited (os._exit, a fatal signal of its own)
   kKilled,       // killed from outside, or ended by its owner
+  // A message on its control channel that was not the answer to the call it waited for: the
+  // program wrote to the channel (call_channel.h)
+  kChannelBroken,
 };
 
-// "timeout", "cancelled", "out of memory", "the interpreter exited", "killed".
+// "timeout", "cancelled", "out of memory", "the interpreter exited", "killed", "control channel
+// broken".
 const char* SessionEndName(SessionEnd end);
 
 // One call of a session.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <set>
+#include <string>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -58,13 +59,19 @@ class Sandbox {
   // Runs `program` (its code, stdin and input files; files already in the workspace are an
   // error, as in a run) in the session's interpreter and returns when the call ends. At the
   // deadline, or on cancellation, the interpreter gets SIGINT (KeyboardInterrupt); one that
-  // has not answered `grace` later is killed, which ends the session (CallResult::ended). The
-  // outputs are the files under /tmp/outputs the call changed. An Error when the session is
-  // over or the call could not be started. One call at a time.
+  // has not answered `grace` later is killed, which ends the session (CallResult::ended). So
+  // does any message on the control channel that is not this call's one answer
+  // (call_channel.h). The outputs are the files under /tmp/outputs the call changed. An Error
+  // when the session is over (SessionAlive() is false then), or the call could not be started:
+  // an error before its code was sent (an input file that cannot be written) leaves the
+  // session as it was; any later one ends it. One call at a time.
   Result<CallResult> Call(const Program& program, const RunLimits& limits, const RunHooks& hooks,
                           std::chrono::milliseconds grace);
   // True while the session's interpreter is alive.
   bool SessionAlive() const;
+  // Why the session ended, in words ("timeout", "control channel broken: an empty message,
+  // between calls", ...); empty while it lasts, or when it was ended from outside unseen.
+  std::string SessionEndReason() const;
   // What the session holds and has used since it started (the preloads excluded); empty
   // fields when unknown.
   limits::Usage SessionUsage() const;
@@ -82,6 +89,16 @@ class Sandbox {
   // Takes the supervisor's ends of a ready sandbox's descriptors (read ends of the sockets and
   // output pipes, the write end of stdin).
   void Hold(UniqueFd workspace, Pipe& report, Pipe& start, Pipe& in, Pipe& out, Pipe& err);
+  // A session's call from the moment it is sent (Call has written its files and made its
+  // descriptors).
+  Result<CallResult> RunCall(const Program& program, const RunLimits& limits,
+                             const RunHooks& hooks, std::chrono::milliseconds grace,
+                             std::string id, UniqueFd& code, Pipe& in, Pipe& out, Pipe& err);
+  // True when nothing waits on the session's control channel, as nothing may `when` (between
+  // calls, after a call's answer); otherwise ends the session, saying why.
+  bool Quiet(const char* when);
+  // Kills the session's init, keeping the first reason given.
+  void EndSession(SessionEnd why, std::string detail = {});
   // Waits for the warm interpreter's "R" on the start socket.
   Result<void> WaitForAgent(std::chrono::steady_clock::time_point deadline);
 
@@ -104,6 +121,8 @@ class Sandbox {
   UniqueFd interpreter_;
   bool session_ = false;
   SessionEnd session_end_ = SessionEnd::kNone;
+  std::string session_end_detail_;  // kChannelBroken: what came on the channel, and when
+  std::string call_id_;  // the id of the session's last call (call_channel.h)
   std::set<FileStamp> known_;  // the outputs the last call knew (ChangedSince)
 };
 

@@ -67,17 +67,17 @@ Result<std::optional<ChildReport>> ReadReport(int fd,
   return std::optional<ChildReport>(report);
 }
 
-Result<void> SendWithDescriptors(int fd, char message, std::span<const int> fds,
+Result<void> SendWithDescriptors(int fd, std::string_view message, std::span<const int> fds,
                                  const char* gone) {
   constexpr size_t kMost = 8;
   if (fds.size() > kMost) return MakeError(ErrorCode::kInternal, "too many descriptors to send");
-  iovec iov{&message, 1};
+  iovec iov{const_cast<char*>(message.data()), message.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(kMost * sizeof(int))] = {};
   msghdr msg;
   PrepareRightsMessage(msg, iov, control, CMSG_SPACE(fds.size() * sizeof(int)), fds.data(),
                        fds.size());
   for (;;) {
-    if (sendmsg(fd, &msg, MSG_NOSIGNAL) == 1) return Ok();
+    if (sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(message.size())) return Ok();
     if (errno == EINTR) continue;
     if (errno == EPIPE || errno == ECONNRESET) return MakeError(ErrorCode::kUnavailable, gone);
     return Errno(ErrorCode::kInternal, "sendmsg(start socket)");

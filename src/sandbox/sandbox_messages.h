@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -24,9 +25,10 @@ struct SandboxMessage {
 Result<SandboxMessage> ReceiveMessage(int fd, std::chrono::steady_clock::time_point deadline,
                                       const char* what);
 
-// Sends the one-byte `message` with `fds` (SCM_RIGHTS, at most 8) to a zygote or a session's
-// interpreter; kUnavailable with `gone` when the other end has closed.
-Result<void> SendWithDescriptors(int fd, char message, std::span<const int> fds, const char* gone);
+// Sends `message` (one message of the socket) with `fds` (SCM_RIGHTS, at most 8) to a zygote or
+// a session's interpreter; kUnavailable with `gone` when the other end has closed.
+Result<void> SendWithDescriptors(int fd, std::string_view message, std::span<const int> fds,
+                                 const char* gone);
 
 // One ChildReport and the descriptor it carries, if any, into `passed`. nullopt on EOF.
 Result<std::optional<ChildReport>> ReadReport(int fd,

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "base/sys.h"
+#include "sandbox/call_channel.h"
 #include "sandbox/output.h"
 #include "sandbox/progress_schedule.h"
 #include "sandbox/sandbox.h"
@@ -109,6 +110,8 @@ enum class RunEnd {
   kCancelled,    // killed through RunHooks::cancel_fd
   kStartFailed,  // init reported that the program could not be started
   kInitLost,     // init was reaped without a report: killed from outside, or by the OOM killer
+  // A session's control channel carried something other than the call's answer: killed
+  kChannelBroken,
 };
 
 // A session's call: the interpreter outlives it, so the loop ends at its "D" answer, and the
@@ -117,13 +120,12 @@ struct CallChannel {
   int control = -1;      // the start socket
   int interpreter = -1;  // a pidfd of the interpreter
   std::chrono::milliseconds grace{0};  // from SIGINT to SIGKILL
-  std::string done;      // the "D" answer, without the "D"
+  std::string_view id;        // the call's: only an answer with it ends the call
+  std::string_view previous;  // the session's call before (or empty), to name a stale answer
+  CallAnswer answer;          // at kCallDone
+  std::string broken;         // at kChannelBroken: what came instead of the answer
   std::optional<RunEnd> interrupted;  // why SIGINT was sent: kTimedOut or kCancelled
 };
-
-// The largest "D" answer read: its fixed part and the value, which the agent cuts at 16,000
-// characters (up to 4 bytes each in UTF-8).
-constexpr size_t kMaxCallAnswer = 5 + 64 * 1024;
 
 // One run from the start byte to the last output: pumps stdin, drains stdout and stderr into
 // the capped result (or discards them past the cap), reads init's reports, and kills the
@@ -223,19 +225,25 @@ class RunLoop {
     return null_fd_.Get();
   }
 
-  // The interpreter's answer to a call; its end of file means it is gone (init reports why).
-  void ReadAnswer() {
-    std::string answer(kMaxCallAnswer, '\0');
-    const ssize_t got = recv(call_->control, answer.data(), answer.size(), MSG_DONTWAIT);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (got <= 0) {
+  // One message on the control channel: the call's answer ends the call, and anything else
+  // (the program wrote it) ends the session, so that no answer is ever taken for another
+  // call's. Its end of file means the interpreter is gone (init reports why).
+  Result<void> ReadAnswer() {
+    MCPEXEC_ASSIGN_OR_RETURN(const ControlMessage message, ReceiveControl(call_->control));
+    if (message.kind == ControlMessage::Kind::kNone) return Ok();
+    if (message.kind == ControlMessage::Kind::kClosed) {
       control_closed_ = true;
-      return;
+      return Ok();
     }
-    if (got >= 6 && answer[0] == kSessionDone) {
-      call_->done = answer.substr(1, static_cast<size_t>(got) - 1);
-      End(RunEnd::kCallDone, Clock::now());
+    Result<CallAnswer> answer = ParseAnswer(message, call_->id, call_->previous);
+    if (!answer.ok()) {
+      call_->broken = answer.error().message + ", during the call";
+      Kill(RunEnd::kChannelBroken, Clock::now());
+      return Ok();
     }
+    call_->answer = std::move(*answer);
+    End(RunEnd::kCallDone, Clock::now());
+    return Ok();
   }
 
   Result<void> Step(Clock::time_point now) {
@@ -276,7 +284,7 @@ class RunLoop {
       } else if (pfds[i].fd == hooks_.cancel_fd) {
         Expire(RunEnd::kCancelled, Clock::now());
       } else if (call_ && pfds[i].fd == call_->control) {
-        ReadAnswer();
+        MCPEXEC_RETURN_IF_ERROR(ReadAnswer());
       } else if (pfds[i].fd == init_.PidFd()) {
         MCPEXEC_RETURN_IF_ERROR(init_.Wait());
         // Its last report is already in the socket: read it before deciding why it ended.
@@ -439,6 +447,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
       result.exit_code = -1;
       return result;
     case RunEnd::kCallDone:  // a session's only
+    case RunEnd::kChannelBroken:
     case RunEnd::kStartFailed:
     case RunEnd::kInitLost:
       break;
@@ -555,16 +564,57 @@ limits::Usage Sandbox::SessionUsage() const {
   return interpreter_.Valid() ? ProcessUsage(interpreter_.Get()) : limits::Usage{};
 }
 
+std::string Sandbox::SessionEndReason() const {
+  if (session_end_ == SessionEnd::kNone) return "";
+  std::string reason = SessionEndName(session_end_);
+  if (!session_end_detail_.empty()) reason += ": " + session_end_detail_;
+  return reason;
+}
+
+void Sandbox::EndSession(SessionEnd why, std::string detail) {
+  if (session_end_ == SessionEnd::kNone) {
+    session_end_ = why;
+    session_end_detail_ = std::move(detail);
+  }
+  init_.Kill();  // init is PID 1: every process of the session goes with it
+}
+
+bool Sandbox::Quiet(const char* when) {
+  auto message = ReceiveControl(start_.Get());
+  if (message.ok() && message->kind == ControlMessage::Kind::kNone) return true;
+  if (!message.ok()) {
+    EndSession(SessionEnd::kChannelBroken, message.error().message);
+  } else if (message->kind == ControlMessage::Kind::kMessage) {
+    auto parsed = ParseAnswer(*message, "", call_id_);
+    EndSession(SessionEnd::kChannelBroken,
+               (parsed.ok() ? std::string("an answer") : parsed.error().message) + ", " + when);
+  } else {
+    // Closed: the interpreter is exiting (os._exit in a thread a call left running), or the
+    // program closed its end; the first is told by the interpreter's end coming soon after.
+    pollfd pfd{interpreter_.Get(), POLLIN, 0};
+    const bool exited = poll(&pfd, 1, 100) == 1;
+    EndSession(exited ? SessionEnd::kExited : SessionEnd::kChannelBroken,
+               exited ? "" : std::string("the interpreter closed it, ") + when);
+  }
+  return false;
+}
+
 Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits,
                                  const RunHooks& hooks, std::chrono::milliseconds grace) {
   if (!session_) return MakeError(ErrorCode::kInvalidArgument, "not a session");
-  if (!SessionAlive()) {
-    return MakeError(ErrorCode::kUnavailable, std::string("the session has ended: ") +
-                                                  SessionEndName(session_end_ == SessionEnd::kNone
-                                                                     ? SessionEnd::kKilled
-                                                                     : session_end_));
-  }
+  auto ended = [this] {
+    return MakeError(ErrorCode::kUnavailable,
+                     "the session has ended: " +
+                         (session_end_ == SessionEnd::kNone ? std::string(SessionEndName(
+                                                                  SessionEnd::kKilled))
+                                                            : SessionEndReason()));
+  };
+  if (!SessionAlive()) return ended();
   ScopedSigpipeBlock no_sigpipe;
+  // Nothing may wait on the channel between calls: a message there now is the program's (a
+  // thread or process a call left running), and would be taken for this call's answer.
+  if (!Quiet("between calls")) return ended();
+  // Until the call is sent, a failure is this call's alone: the session stays as it was.
   const SandboxSpec& spec = plan_->Spec();
   MCPEXEC_RETURN_IF_ERROR(
       WriteInputFiles(workspace_.Get(), program.files, spec.outside_uid, spec.outside_gid));
@@ -575,10 +625,21 @@ Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits
   for (const UniqueFd* fd : {&in.write, &out.read, &err.read}) {
     MCPEXEC_RETURN_IF_ERROR(SetNonBlocking(fd->Get()));
   }
+  MCPEXEC_ASSIGN_OR_RETURN(std::string id, NewCallId());
+  Result<CallResult> call = RunCall(program, limits, hooks, grace, std::move(id), code, in, out, err);
+  // From the call's "C" on, a failure leaves the interpreter in no known state.
+  if (!call.ok()) EndSession(SessionEnd::kKilled);
+  return call;
+}
+
+Result<CallResult> Sandbox::RunCall(const Program& program, const RunLimits& limits,
+                                    const RunHooks& hooks, std::chrono::milliseconds grace,
+                                    std::string id, UniqueFd& code, Pipe& in, Pipe& out,
+                                    Pipe& err) {
   const limits::Usage before = SessionUsage();
   const timespec started = CoarseNow();
   const int fds[] = {code.Get(), in.read.Get(), out.write.Get(), err.write.Get()};
-  MCPEXEC_RETURN_IF_ERROR(SendWithDescriptors(start_.Get(), kSessionCall, fds,
+  MCPEXEC_RETURN_IF_ERROR(SendWithDescriptors(start_.Get(), CallMessage(id), fds,
                                               "the session's interpreter has ended"));
   // Only the interpreter holds these now, so that EOF means it is gone.
   code.Reset();
@@ -586,13 +647,19 @@ Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits
   out.write.Reset();
   err.write.Reset();
 
+  const std::string previous = std::exchange(call_id_, std::move(id));
   CallChannel channel;
   channel.control = start_.Get();
   channel.interpreter = interpreter_.Get();
   channel.grace = grace;
+  channel.id = call_id_;
+  channel.previous = previous;
   RunLoop loop(init_, report_, out.read, err.read, Outgoing{std::move(in.write), program.stdin_data},
                limits, hooks, &channel);
   MCPEXEC_ASSIGN_OR_RETURN(const RunEnd end, loop.Run());
+  // One answer per call: anything after it, its pipes drained, would be taken for the next
+  // call's (Quiet ends the session then; the call's own result stands).
+  if (end == RunEnd::kCallDone) Quiet("after the call's answer");
 
   CallResult call;
   RunResult& result = call.run;
@@ -616,11 +683,9 @@ Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits
     known_ = std::move(since.known);
   }
   switch (end) {
-    case RunEnd::kCallDone: {
-      int32_t status = 0;
-      memcpy(&status, channel.done.data(), sizeof status);
-      if (channel.done[4] != 0) call.value = channel.done.substr(5);
-      result.exit_code = status;
+    case RunEnd::kCallDone:
+      result.exit_code = channel.answer.status;
+      call.value = std::move(channel.answer.value);
       if (channel.interrupted == RunEnd::kTimedOut) {
         result.timed_out = true;
         result.exit_code = -1;
@@ -628,31 +693,33 @@ Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits
         result.cancelled = true;
         result.exit_code = -1;
       }
-      return call;
-    }
+      break;
     case RunEnd::kTimedOut:
       result.timed_out = true;
       result.exit_code = -1;
-      session_end_ = SessionEnd::kTimeout;
+      EndSession(SessionEnd::kTimeout);
       break;
     case RunEnd::kCancelled:
       result.cancelled = true;
       result.exit_code = -1;
-      session_end_ = SessionEnd::kCancelled;
+      EndSession(SessionEnd::kCancelled);
       break;
     case RunEnd::kExited:
       ApplyWaitStatus(loop.ExitReport()->wait_status, result);
-      session_end_ = after.oom_killed ? SessionEnd::kOutOfMemory : SessionEnd::kExited;
+      EndSession(after.oom_killed ? SessionEnd::kOutOfMemory : SessionEnd::kExited);
+      break;
+    case RunEnd::kChannelBroken:
+      ApplyWaitStatus(SIGKILL, result);
+      EndSession(SessionEnd::kChannelBroken, channel.broken);
       break;
     case RunEnd::kStartFailed:
     case RunEnd::kInitLost:
       ApplyWaitStatus(SIGKILL, result);
-      session_end_ = after.oom_killed ? SessionEnd::kOutOfMemory : SessionEnd::kKilled;
+      EndSession(after.oom_killed ? SessionEnd::kOutOfMemory : SessionEnd::kKilled);
       break;
   }
   if (session_end_ == SessionEnd::kOutOfMemory) result.oom_killed = true;
   call.ended = session_end_;
-  init_.Kill();
   return call;
 }
 

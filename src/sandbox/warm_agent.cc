@@ -141,11 +141,13 @@ def _agent(ctl, modules, zygote=None):
     finish(0)
 
 # A session (S instead of G): one call after another in one namespace, as a notebook's kernel
-# runs cells. Each call is a "C" message on `ctl` with four descriptors: the code (a sealed
-# memfd), stdin, stdout and stderr for this call. The agent puts them at 0, 1 and 2, runs the
-# code, saves the figures left open, puts /dev/null back and answers "D" with the call's status
-# (4 bytes) and the repr of a last expression (a flag byte, then UTF-8). Everything it uses is
-# a local bound before the program's first call: the program may rebind any global or builtin.
+# runs cells. Each call is a "C" message on `ctl`, with the call's id (16 random bytes) and four
+# descriptors: the code (a sealed memfd), stdin, stdout and stderr for this call. The agent puts
+# them at 0, 1 and 2, runs the code, saves the figures left open, puts /dev/null back and
+# answers "D" with the call's id, its status (4 bytes) and the repr of a last expression (a flag
+# byte, then UTF-8). The supervisor takes only that answer, once (call_channel.h). Everything
+# the agent uses is a local bound before the program's first call: the program may rebind any
+# global or builtin.
 def _session(ctl, sys, os, builtins, signal, excepthook):
     import ast, linecache, socket, struct
     _exec, _eval, _compile, _isinstance, _type, _open, _print, _int, _str, _repr, _len = (
@@ -197,13 +199,15 @@ def _session(ctl, sys, os, builtins, signal, excepthook):
 
     number = 0
     while True:
-        message, fds, _, _ = _recv_fds(control, 16, 4)
-        if message != b"C" or _len(fds) != 4:
+        message, fds, _, _ = _recv_fds(control, 64, 4)
+        if message[:1] != b"C" or _len(message) != 17 or _len(fds) != 4:
             for fd in fds:
                 _close(fd)
             if message:
                 continue
             os._exit(0)  # the supervisor is gone
+        # A local, new with each call: the program cannot know it before the call starts.
+        call_id = message[1:]
         number += 1
         chunks = []
         while True:
@@ -257,7 +261,7 @@ def _session(ctl, sys, os, builtins, signal, excepthook):
         payload = _pack("=iB", status & 0xFF, value is not None)
         if value is not None:
             payload += value.encode("utf-8", "replace")
-        control.send(b"D" + payload)
+        control.send(b"D" + call_id + payload)
 
 # The zygote (a zygote plan): forks one sandbox per "F" message on `ctl`, which carries the run's
 # stdin, stdout, stderr, report and start descriptors (docs/engine.md has the protocol). It never

@@ -85,7 +85,8 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
     const int fds[] = {in.read.Get(), out.write.Get(), err.write.Get(), report.write.Get(),
                        start.write.Get()};
     MCPEXEC_RETURN_IF_ERROR(
-        SendWithDescriptors(box_.start_.Get(), kZygoteFork, fds, "the zygote has ended"));
+        SendWithDescriptors(box_.start_.Get(), std::string_view(&kZygoteFork, 1), fds,
+                            "the zygote has ended"));
     ++forks_;
   }
   // Only the run holds these ends now, so that EOF means it is gone.

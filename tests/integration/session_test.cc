@@ -291,6 +291,142 @@ TEST_P(SessionTest, SessionsAreOffWithMaxSessionsZero) {
       << "the session tools are not there";
 }
 
+// What a hostile program sends on its session's control socket (fd 5, docs/sessions.md), and
+// the end it must bring: the session ends, saying why, and no call ever takes an answer that is
+// not its own (issue 23, part 3).
+struct ChannelAttack {
+  const char* kind;    // the program's `_message(kind, ...)`
+  const char* reason;  // what session_ended says it was
+};
+constexpr ChannelAttack kChannelAttacks[] = {
+    {"forged", "an answer with an id that no call had (forged)"},
+    {"stale", "an answer with an earlier call's id"},
+    {"malformed", "a malformed answer (flag byte 7)"},
+    {"empty", "an empty message"},
+    {"oversized", "an oversized message (65557 bytes; an answer has at most 64022)"},
+};
+
+// Python for the attacks: the control socket, the id of the call that runs now (read from the
+// agent's frame, as code in the interpreter can: a local named call_id), and each message.
+// `cid` is the id of the call that runs now, `old` one of an earlier call.
+constexpr const char* kChannelTools = R"py(
+import os, socket, struct, subprocess, sys, threading
+def _send(message):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, os.dup(5))
+    s.send(message)
+    s.close()
+def _call_id():
+    f = sys._getframe()
+    while 'call_id' not in f.f_locals:
+        f = f.f_back
+    return f.f_locals['call_id']
+def _message(kind, cid, old):
+    return {'forged': b'D' + os.urandom(16) + struct.pack('=iB', 0, 0),
+            'stale': b'D' + old + struct.pack('=iB', 77, 0),
+            'malformed': b'D' + cid + struct.pack('=iB', 0, 7),
+            'empty': b'',
+            'oversized': b'D' + cid + struct.pack('=iB', 0, 1) + b'a' * 65535}[kind]
+old = _call_id()
+)py";
+
+// A new session, checked to answer print("real") with "real", with the attack tools loaded.
+std::string SessionWithChannelTools(McpStdioServer& server) {
+  const json opened = Exec(server, "new", "print('real')");
+  EXPECT_EQ(opened.value("stdout", ""), "real\n") << opened;
+  const std::string handle = opened.value("session", "");
+  EXPECT_EQ(Exec(server, handle, kChannelTools)["exit_code"], 0);
+  return handle;
+}
+
+TEST_P(SessionTest, AMessageOnTheControlChannelDuringACallEndsTheSessionSayingWhy) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  for (const ChannelAttack& attack : kChannelAttacks) {
+    SCOPED_TRACE(attack.kind);
+    const std::string handle = SessionWithChannelTools(server);
+    const json hit = Exec(server, handle,
+                          std::string("_send(_message('") + attack.kind +
+                              "', _call_id(), old))\nprint('after')\n'the value'");
+    EXPECT_EQ(hit.value("session_ended", ""),
+              std::string("control channel broken: ") + attack.reason + ", during the call")
+        << hit;
+    EXPECT_NE(hit.value("result", json()), "'the value'") << hit;
+    EXPECT_EQ(ToolErrorText(server.Call("exec", {{"code", "print('real')"}, {"session", handle}})),
+              std::string("session ended: control channel broken: ") + attack.reason +
+                  ", during the call");
+  }
+  EXPECT_EQ(Exec(server, "new", "print('real')")["stdout"], "real\n");
+}
+
+TEST_P(SessionTest, AMessageOnTheControlChannelBetweenCallsEndsTheSessionBeforeTheNextCall) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  for (const ChannelAttack& attack : kChannelAttacks) {
+    SCOPED_TRACE(attack.kind);
+    const std::string handle = SessionWithChannelTools(server);
+    // A thread the call leaves behind sends once the host lets it (it kills `go`), after the
+    // call has returned, and says it has sent (`sent`): no sleep orders the events.
+    const std::string go = NewMarker("channel-go"), sent = NewMarker("channel-sent");
+    const json started = Exec(
+        server, handle,
+        "cid = _call_id()\n"
+        "def _later():\n"
+        "    subprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" + go + "']).wait()\n"
+        "    _send(_message('" + std::string(attack.kind) + "', cid, cid))\n"
+        "    subprocess.Popen(['/bin/sh', '-c', 'sleep 1000', '" + sent + "'])\n"
+        "threading.Thread(target=_later, daemon=True).start()");
+    EXPECT_FALSE(started.contains("session_ended")) << started;
+    const auto waiting = WaitForProcesses(go, 1, 5s);
+    ASSERT_FALSE(waiting.empty());
+    KillAll(waiting);
+    ASSERT_FALSE(WaitForProcesses(sent, 1, 5s).empty()) << "the thread did not send";
+    EXPECT_EQ(ToolErrorText(server.Call("exec", {{"code", "print('real')"}, {"session", handle}})),
+              std::string("session ended: control channel broken: ") + attack.reason +
+                  ", between calls");
+    const auto left = WaitForNoProcesses(sent, 1s);
+    EXPECT_TRUE(left.empty()) << DescribeProcesses(left) << " outlived the session";
+  }
+  EXPECT_EQ(Exec(server, "new", "print('real')")["stdout"], "real\n");
+}
+
+// The program can read its own call's id and answer for it: a lie about its own call, which is
+// taken. The agent's true answer then comes too, and no later call takes it for its own.
+TEST_P(SessionTest, AnAnswerForgedWithTheCallsOwnIdIsNeverALaterCallsAnswer) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const std::string handle = SessionWithChannelTools(server);
+  const json lie = Exec(server, handle,
+                        "_send(b'D' + _call_id() + struct.pack('=iB', 5, 0))\n"
+                        "import time\ntime.sleep(0.5)\nprint('late')");
+  EXPECT_EQ(lie["exit_code"], 5) << lie;
+  const json next = Exec(server, handle, "print('real')");
+  if (next.contains("session_ended")) {
+    EXPECT_EQ(next["session_ended"],
+              "control channel broken: an answer with an earlier call's id, during the call")
+        << next;
+    EXPECT_NE(next["exit_code"], 0) << next;
+  } else {
+    EXPECT_EQ(next["stdout"], "real\n") << next;
+  }
+}
+
+// Issue 23, part 2: an input file that cannot be written is that call's error; the session and
+// its state stay.
+TEST_P(SessionTest, AnInputFileThatCannotBeWrittenFailsTheCallAndKeepsTheSession) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const std::string handle =
+      Exec(server, "new", "import os\nx = 41\nos.symlink('/etc/hostname', 'link')")["session"];
+  const std::string error = ToolErrorText(server.Call(
+      "exec", {{"code", "x = 0"},
+               {"session", handle},
+               {"files", json::array({{{"path", "link"}, {"content", "a"}}})}}));
+  EXPECT_THAT(error, StartsWith("input file link: ")) << error;
+  const json after = Exec(server, handle, "x + 1");
+  EXPECT_EQ(after["result"], "42") << "the session and its state stay; the failed call never ran";
+  EXPECT_FALSE(after.contains("session_ended")) << after;
+}
+
 MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(SessionTest);
 
 }  // namespace
