@@ -190,4 +190,25 @@ def status_fields(*names):
             fields[key] = value.strip()
     return fields
 
+def start_daemon(script, *args):
+    """Runs `script` (Python source) as a daemon that outlives the program: forked twice, in a
+    new session, on /dev/null. Its argv[1] is the write end of a pipe, then `args`; returns the
+    read end, for the daemon to announce itself on."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.close(r)
+            os.set_inheritable(w, True)
+            devnull = os.open("/dev/null", os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.execv("/usr/bin/python3",
+                     ["/usr/bin/python3", "-c", script, str(w)] + [str(a) for a in args])
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    return r
+
 # ---- the probe ----

@@ -35,20 +35,6 @@ observe("truncate to RLIMIT_FSIZE",
         attempt(lambda: os.truncate("/tmp/outputs/grows-0.bin", big)))
 os.truncate("/tmp/outputs/grows-0.bin", 16)
 open("/tmp/outputs/z-control.txt", "w").write("control\n")
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.close(r)
-        os.set_inheritable(w, True)
-        devnull = os.open("/dev/null", os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", "-c", GROWER, str(w), str(big),
-                                      PARAMS["marker"]])
-    os._exit(0)
-os.close(w)
-os.waitpid(pid, 0)
+r = start_daemon(GROWER, str(big), PARAMS["marker"])
 observe("grower announced", os.read(r, 64).decode() or "EOF")
 report()

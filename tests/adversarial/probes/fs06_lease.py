@@ -24,21 +24,7 @@ while True:
 """
 
 open("/tmp/outputs/leased.csv", "w").write("a,b\n1,2\n")
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.close(r)
-        os.set_inheritable(w, True)
-        devnull = os.open("/dev/null", os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", "-c", HOLDER, str(w),
-                                      PARAMS["marker"]])
-    os._exit(0)
-os.close(w)
-os.waitpid(pid, 0)
+r = start_daemon(HOLDER, PARAMS["marker"])
 observe("F_SETLEASE F_WRLCK", os.read(r, 64).decode() or "EOF")
 observe("open O_RDONLY|O_NONBLOCK beside the lease",
         attempt(lambda: os.close(os.open("/tmp/outputs/leased.csv",

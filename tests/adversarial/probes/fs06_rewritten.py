@@ -23,21 +23,7 @@ while True:
 for i in range(15):
     for k in range(100):
         os.makedirs("/tmp/outputs/live-%02d-pad/%d" % (i, k))
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.close(r)
-        os.set_inheritable(w, True)
-        devnull = os.open("/dev/null", os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", "-c", WRITER, str(w),
-                                      str(PARAMS["versions"]), PARAMS["marker"]])
-    os._exit(0)
-os.close(w)
-os.waitpid(pid, 0)
+r = start_daemon(WRITER, str(PARAMS["versions"]), PARAMS["marker"])
 observe("writer announced", os.read(r, 16).decode() or "EOF")
 observe("live files", sorted(n for n in os.listdir("/tmp/outputs") if not n.endswith("-pad")))
 report()

@@ -20,7 +20,7 @@ import ctypes, os, signal, sys
 for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
     signal.signal(s, signal.SIG_IGN)
 libc = ctypes.CDLL(None, use_errno=True)
-nr, announce_fd, announce_at = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+announce_fd, nr, announce_at = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 pairs = [tuple(p.split("|")) for p in sys.argv[4].split(",")]
 os.chdir("/tmp/outputs")
 pairs = [(a.encode(), b.encode()) for a, b in pairs]
@@ -59,21 +59,7 @@ for what, seen in results.items():
 
 announcements = []
 for pairs in groups.values():
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.setsid()
-        if os.fork() == 0:
-            os.close(r)
-            os.set_inheritable(w, True)
-            devnull = os.open("/dev/null", os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
-            os.execv("/usr/bin/python3", ["/usr/bin/python3", "-c", SWAPPER, str(_NR_RENAMEAT2),
-                                          str(w), "200", ",".join(pairs), PARAMS["marker"]])
-        os._exit(0)
-    os.close(w)
-    os.waitpid(pid, 0)
-    announcements.append(r)
+    announcements.append(start_daemon(SWAPPER, _NR_RENAMEAT2, 200, ",".join(pairs),
+                                      PARAMS["marker"]))
 observe("swappers announced", "".join(os.read(r, 200).decode() or "EOF" for r in announcements))
 report()

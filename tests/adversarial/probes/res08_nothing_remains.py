@@ -26,21 +26,7 @@ while True:
     time.sleep(3600)
 """
 
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.close(r)
-        os.set_inheritable(w, True)
-        devnull = os.open("/dev/null", os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", "-c", DAEMON, str(w),
-                                      PARAMS["marker"]])
-    os._exit(0)
-os.close(w)
-os.waitpid(pid, 0)
+r = start_daemon(DAEMON, PARAMS["marker"])
 observe("daemon", os.read(r, 5).decode() or "EOF")
 ready, _, _ = select.select([r], [], [], 20)
 observe("host's signal", (os.read(r, 2).decode() or "EOF") if ready else "none in 20 s")
