@@ -315,11 +315,11 @@ def _send(message):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, os.dup(5))
     s.send(message)
     s.close()
-def _call_id():
+def _call_id():  # sixteen zeros where no frame has one: an agent without ids is attacked too
     f = sys._getframe()
-    while 'call_id' not in f.f_locals:
+    while f is not None and 'call_id' not in f.f_locals:
         f = f.f_back
-    return f.f_locals['call_id']
+    return bytes(16) if f is None else f.f_locals['call_id']
 def _message(kind, cid, old):
     return {'forged': b'D' + os.urandom(16) + struct.pack('=iB', 0, 0),
             'stale': b'D' + old + struct.pack('=iB', 77, 0),
