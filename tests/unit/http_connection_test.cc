@@ -566,6 +566,7 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start().ok());
   }
   void TearDown() override {
+    release_ = true;
     if (!server_) return;
     const uint64_t one = 1;
     ASSERT_EQ(write(stop_.Get(), &one, sizeof one), 8);
@@ -579,6 +580,25 @@ class ServerTest : public ::testing::Test {
     return fd;
   }
 
+  // Starts the server with a handler that holds GET /block until release_ is set, and returns
+  // the connection of one such request (its head with `headers` added) once the handler has it.
+  UniqueFd StartHoldingOne(const std::string& headers = "") {
+    handler_.handle = [this](Request& req, Response& res) {
+      if (req.head.path == "/block") {
+        entered_ = true;
+        while (!release_.load()) std::this_thread::sleep_for(1ms);
+      }
+      res.SetContent("x", "text/plain");
+    };
+    Start();
+    UniqueFd busy = Connect(port_);
+    EXPECT_TRUE(SendAll(busy.Get(), "GET /block HTTP/1.1\r\nHost: h\r\n" + headers + "\r\n"));
+    while (!entered_.load()) std::this_thread::sleep_for(1ms);
+    return busy;
+  }
+
+  std::atomic<bool> release_{false};
+  std::atomic<bool> entered_{false};
   ConnectionLimits limits_;
   ScriptedHandler handler_;
   UniqueFd stop_;
@@ -625,25 +645,13 @@ TEST_F(ServerTest, AKeptAliveConnectionsNextRequestFindsItsSlotFree) {
 
 TEST_F(ServerTest, RequestsBeyondTheCapAre503) {
   limits_.max_connections = 1;
-  std::atomic<bool> release{false};
-  std::atomic<bool> entered{false};
-  handler_.handle = [&](Request& req, Response& res) {
-    if (req.head.path == "/block") {
-      entered = true;
-      while (!release.load()) std::this_thread::sleep_for(1ms);
-    }
-    res.SetContent("x", "text/plain");
-  };
-  Start();
-  UniqueFd busy = Connect(port_);
-  ASSERT_TRUE(SendAll(busy.Get(), "GET /block HTTP/1.1\r\nHost: h\r\n\r\n"));
-  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd busy = StartHoldingOne();
   UniqueFd second = Connect(port_);
   ASSERT_TRUE(SendAll(second.Get(), kGet));
   const std::string refused = ReadAll(second.Get());
   EXPECT_TRUE(refused.starts_with(k503)) << refused;
   EXPECT_NE(refused.find("Retry-After: 1\r\n"), std::string::npos);
-  release = true;
+  release_ = true;
   EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
@@ -799,21 +807,11 @@ TEST_F(ServerTest, ThePerPeerCapEvictsTheOldestWaitingConnectionInsteadOfRefusin
 // Only when every connection of the address is being served is a newcomer refused.
 TEST_F(ServerTest, ThePerPeerCapRefusesWhenAllAreServed) {
   limits_.max_connections_per_peer = 1;
-  std::atomic<bool> release{false};
-  std::atomic<bool> entered{false};
-  handler_.handle = [&](Request&, Response& res) {
-    entered = true;
-    while (!release.load()) std::this_thread::sleep_for(1ms);
-    res.SetContent("x", "text/plain");
-  };
-  Start();
-  UniqueFd busy = Connect(port_);
-  ASSERT_TRUE(SendAll(busy.Get(), kGet));
-  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd busy = StartHoldingOne();
   UniqueFd refused = Connect(port_);
   const std::string out = ReadAll(refused.Get());
   EXPECT_TRUE(out.starts_with(k503)) << out;
-  release = true;
+  release_ = true;
   EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
@@ -841,24 +839,12 @@ TEST_F(ServerTest, AtTheUnprovenBudgetTheOldestUnprovenMakesRoom) {
 // it, that address is refused while others are still served.
 TEST_F(ServerTest, AnAddressGetsOnlyItsShareOfTheThreads) {
   limits_.max_served_per_peer = 1;
-  std::atomic<bool> release{false};
-  std::atomic<bool> entered{false};
-  handler_.handle = [&](Request& req, Response& res) {
-    if (req.head.path == "/block") {
-      entered = true;
-      while (!release.load()) std::this_thread::sleep_for(1ms);
-    }
-    res.SetContent("x", "text/plain");
-  };
-  Start();
-  UniqueFd busy = Connect(port_);
-  ASSERT_TRUE(SendAll(busy.Get(), "GET /block HTTP/1.1\r\nHost: h\r\n\r\n"));
-  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd busy = StartHoldingOne();
   UniqueFd second = Connect(port_);
   ASSERT_TRUE(SendAll(second.Get(), kGet));
   const std::string refused = ReadAll(second.Get());
   EXPECT_TRUE(refused.starts_with(k503)) << refused;
-  release = true;
+  release_ = true;
   EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
@@ -888,19 +874,7 @@ TEST_F(ServerTest, BehindATrustedProxyEachClientHasItsOwnCap) {
   limits_.max_connections_per_peer = 1;
   limits_.max_served_per_peer = 1;
   limits_.trusted_proxies = *TrustedProxies::Parse("127.0.0.1");
-  std::atomic<bool> release{false};
-  std::atomic<bool> entered{false};
-  handler_.handle = [&](Request& req, Response& res) {
-    if (req.head.path == "/block") {
-      entered = true;
-      while (!release.load()) std::this_thread::sleep_for(1ms);
-    }
-    res.SetContent("x", "text/plain");
-  };
-  Start();
-  UniqueFd busy = Connect(port_);
-  ASSERT_TRUE(SendAll(busy.Get(), "GET /block HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n"));
-  while (!entered.load()) std::this_thread::sleep_for(1ms);
+  UniqueFd busy = StartHoldingOne("X-Forwarded-For: 192.0.2.1\r\n");
   UniqueFd other = Connect(port_);
   ASSERT_TRUE(SendAll(other.Get(), "GET /a HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.2\r\n\r\n"));
   EXPECT_TRUE(ReadSome(other.Get()).starts_with(kOk));
@@ -908,7 +882,7 @@ TEST_F(ServerTest, BehindATrustedProxyEachClientHasItsOwnCap) {
   ASSERT_TRUE(SendAll(same.Get(), "GET /a HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n"));
   const std::string refused = ReadAll(same.Get());
   EXPECT_TRUE(refused.starts_with(k503)) << refused;
-  release = true;
+  release_ = true;
   EXPECT_TRUE(ReadSome(busy.Get()).starts_with(kOk));
 }
 
