@@ -72,6 +72,10 @@ class ScriptedHandler : public Handler {
         res.status = 400;
         res.close = true;
         break;
+      case BodyStatus::kTimedOut:
+        res.status = 408;
+        res.close = true;
+        break;
     }
     if (auto session = QueryParam(req.head.query, "sessionId")) res.SetHeader("X-Session", *session);
   }
