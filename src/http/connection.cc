@@ -30,8 +30,6 @@ constexpr auto kLingerTime = std::chrono::milliseconds(500);
 constexpr size_t kLingerBytes = 8u << 20;
 // The event loop sends the answers it gives in batches of about this size.
 constexpr size_t kOutBatch = 64 * 1024;
-// Answers the event loop gives on a connection that has not proven a token before it closes it.
-constexpr size_t kMaxUnprovenAnswers = 100;
 
 int RemainingMs(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -285,10 +283,10 @@ class Connection::Impl final : public StreamSink {
   // Event loop side: queues a fixed response.
   void AnswerHere(const RequestHead& head, const Response& res) {
     ++served_;
-    // A connection that never proved a token gets a bounded number of answers: past it, a
-    // client pipelining /healthz makes the loop parse and answer no more, but reconnect.
+    // A connection that never proved a token gets a few answers: past them, a client
+    // pipelining /healthz makes the loop parse and answer no more, but reconnect.
     const bool keep_alive = head.keep_alive && served_ < limits_.keep_alive_max_requests &&
-                            (trusted_ || served_ < kMaxUnprovenAnswers) && !res.close;
+                            (trusted_ || served_ < limits_.max_unproven_answers) && !res.close;
     ResponseHeadOptions options = HeadOptions(head, keep_alive);
     options.content_length = res.body.size();
     Queue(SerializeResponseHead(res, options));
@@ -297,9 +295,12 @@ class Connection::Impl final : public StreamSink {
     // Its body is never read: a lingering close, so that the answer is not lost to a reset.
     if (head.HasBody()) close_after_out_ = draining_ = true;
     handler_.Answered(res.status);
-    log::Debug("http request",
-               {{"method", head.method}, {"path", head.path}, {"status", res.status},
-                {"remote", remote_}});
+    // Built only when written: the loop answers floods of these.
+    if (log::Enabled(log::Level::kDebug)) {
+      log::Debug("http request",
+                 {{"method", head.method}, {"path", head.path}, {"status", res.status},
+                  {"remote", remote_}});
+    }
   }
 
   // Event loop side, once the answer is sent: half-closes and discards what the client still

@@ -49,6 +49,11 @@ struct ConnectionLimits {
   // answered only with refusals such as 404), and its time to send a whole head.
   std::chrono::milliseconds untrusted_idle_timeout{5000};
   size_t keep_alive_max_requests = 10000;               // requests per connection
+  // Answers given on a connection none of whose requests was admitted yet (refusals, /healthz)
+  // before it is closed. A health check or a client's first refusal needs one or two; a client
+  // that pipelines thousands of /healthz it never reads must reconnect, not cost the event loop
+  // a parse and an answer per request it sent.
+  size_t max_unproven_answers = 8;
   std::chrono::milliseconds read_timeout{10000};        // a single read of a request
   std::chrono::milliseconds request_timeout{60000};     // reading a whole request, body included
   std::chrono::milliseconds write_timeout{10000};       // a single write of a response

@@ -40,8 +40,10 @@ std::string IsoTime(std::chrono::system_clock::time_point t) {
 
 void SetMinimumLevel(Level level) { min_level = level; }
 
+bool Enabled(Level level) { return level >= min_level.load(); }
+
 void Write(Level level, std::string_view msg, const nlohmann::json& fields) {
-  if (level < min_level.load()) return;
+  if (!Enabled(level)) return;
   nlohmann::json line = {{"ts", IsoTime(std::chrono::system_clock::now())}, {"level", LevelName(level)}, {"msg", msg}};
   if (fields.is_object()) {
     for (const auto& [key, value] : fields.items()) line[key] = value;

@@ -34,6 +34,8 @@ inline void Debug(std::string_view msg, const nlohmann::json& fields = nlohmann:
 
 // Debug lines are dropped unless enabled (MCP_EXEC_LOG_LEVEL=debug).
 void SetMinimumLevel(Level level);
+// Whether lines of `level` are written: lets a hot path skip building a line's fields.
+bool Enabled(Level level);
 
 // "2026-12-02T13:45:07.250Z": UTC with milliseconds, as log lines (and results) give times.
 std::string IsoTime(std::chrono::system_clock::time_point t);

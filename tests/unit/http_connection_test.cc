@@ -835,6 +835,35 @@ TEST_F(ServerTest, AtTheUnprovenBudgetTheOldestUnprovenMakesRoom) {
   EXPECT_TRUE(ReadSome(proven.Get()).starts_with(kOk));
 }
 
+// A connection that has not proven a token gets a few answers from the loop, then its end: a
+// pipeline of /healthz costs a reconnect per few answers, not a parse and an answer per request.
+// Once a request is admitted the connection is trusted and kept alive as usual.
+TEST_F(ServerTest, AnUnprovenConnectionGetsAFewAnswersThenItsEnd) {
+  limits_.max_unproven_answers = 3;
+  handler_.admit = [](const Request& req, Response& res) {
+    if (req.head.path != "/healthz") return Admission::kAdmitted;
+    res.SetContent("ok", "text/plain");
+    return Admission::kAnswered;
+  };
+  Start();
+  const std::string healthz = "GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n";
+  std::string pipeline;
+  for (int i = 0; i < 10; ++i) pipeline += healthz;
+  UniqueFd unproven = Connect(port_);
+  ASSERT_TRUE(SendAll(unproven.Get(), pipeline));
+  const std::string got = ReadAll(unproven.Get());
+  size_t answers = 0;
+  for (size_t at = got.find(kOk); at != std::string::npos; at = got.find(kOk, at + 1)) ++answers;
+  EXPECT_EQ(answers, 3u) << got;
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+
+  UniqueFd proven = Served();  // its first request admitted
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(SendAll(proven.Get(), healthz));
+    EXPECT_TRUE(ReadSome(proven.Get()).starts_with(kOk)) << "answer " << i;
+  }
+}
+
 // An address's requests being served (streams, running calls) have a share of the threads: past
 // it, that address is refused while others are still served.
 TEST_F(ServerTest, AnAddressGetsOnlyItsShareOfTheThreads) {
