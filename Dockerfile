@@ -9,7 +9,7 @@
 #   (plus --security-opt apparmor=unconfined where AppArmor is on; docker: systempaths=unconfined
 #   instead of unmask=ALL)
 #
-# README.md ("Container") gives the reason for each flag and what was verified.
+# docs/deploy.md ("Container") gives the reason for each flag and what was verified.
 #
 # Build arguments:
 #   BASE    the Debian 12 image to build on (default debian:12; without a registry, make one with

@@ -2,7 +2,7 @@
 // (https://prometheus.io/docs/instrumenting/exposition_formats/). Written here rather than taken
 // from prometheus-cpp: Debian ships its core only as a shared library built against the shared
 // libstdc++, and its serializer takes a std::ostream, an object of our statically linked
-// libstdc++, across into that other runtime (README, "Layout").
+// libstdc++, across into that other runtime (HACKING.md, "Source layout").
 #pragma once
 
 #include <cstdint>
