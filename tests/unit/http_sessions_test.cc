@@ -60,6 +60,22 @@ TEST_F(SessionTableTest, RemoveForgetsAndAbortsOpenReplies) {
   EXPECT_TRUE(reply->Take().aborted);
 }
 
+TEST_F(SessionTableTest, ASessionTracksAtMostItsBudgetOfOpenReplies) {
+  SessionTable table(10, 1h);
+  ASSERT_TRUE(table.Add("id", New("a")));
+  auto first = Queue();
+  auto second = Queue();
+  EXPECT_TRUE(table.TrackReply("id", first, 2));
+  EXPECT_TRUE(table.TrackReply("id", second, 2));
+  auto third = Queue();
+  EXPECT_FALSE(table.TrackReply("id", third, 2));
+  second.reset();  // answered: its slot is free
+  EXPECT_TRUE(table.TrackReply("id", third, 2));
+  EXPECT_TRUE(table.Remove("id"));
+  EXPECT_TRUE(first->Take().aborted);
+  EXPECT_TRUE(third->Take().aborted);
+}
+
 TEST_F(SessionTableTest, TrackingAReplyOfAGoneSessionAbortsIt) {
   SessionTable table(10, 1h);
   auto reply = Queue();

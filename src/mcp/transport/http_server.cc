@@ -145,6 +145,7 @@ class HttpServer::Impl final : public http::Handler {
   bool stopped_ = false;
   http::SessionTable sessions_;
   metrics::LabeledCounter responses_{"code"};
+  log::Throttle session_busy_log_;  // a client at its session's budget can cause it at will
 };
 
 Result<int> HttpServer::Impl::Start() {
@@ -388,6 +389,21 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
 
   std::shared_ptr<http::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
+  // Counted before the request runs, so that a session at its budget starts nothing more.
+  if (new_id.empty() && !sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue,
+                                              options_.max_open_per_session)) {
+    if (auto held = session_busy_log_.Allow()) {
+      log::Warn("too many requests open in one session: refusing with 429",
+                {{"session", session->Id()},
+                 {"max_open_per_session", options_.max_open_per_session},
+                 {"held_back", *held}});
+    }
+    SendRpcError(res, 429, kTransportError,
+                 "Too Many Requests: this session has " +
+                     std::to_string(options_.max_open_per_session) +
+                     " requests open; send more once one has its answer");
+    return;
+  }
   const Handled handled = session->Handle(std::move(incoming), ReplySink(queue, mode));
 
   if (!new_id.empty()) {
@@ -409,7 +425,6 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
     res.status = 202;
     return;
   }
-  if (new_id.empty()) sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue);
   Reply(req, res, mode, std::move(session), std::move(queue), id);
 }
 

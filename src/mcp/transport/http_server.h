@@ -70,6 +70,10 @@ struct HttpServerOptions {
   size_t max_unproven_connections = 4096;
   // Requests from one IP address served at once (streams and running calls); beyond: 503.
   size_t max_served_per_peer = 64;
+  // Requests of one Streamable HTTP session open at once (running calls, their streams): a part of
+  // its address's share, so that one session cannot take the share of every other session from
+  // the same address (clients behind one NAT, agents on one host); beyond: 429.
+  size_t max_open_per_session = 16;
   // Reverse proxies whose X-Forwarded-For / Forwarded are believed (MCP_EXEC_TRUSTED_PROXIES);
   // none by default.
   ::mcpexec::http::TrustedProxies trusted_proxies;

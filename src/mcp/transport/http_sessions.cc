@@ -59,18 +59,21 @@ std::shared_ptr<Session> SessionTable::Find(const std::string& id, Kind kind,
   return it->second.session;
 }
 
-void SessionTable::TrackReply(const std::string& id, const std::shared_ptr<MessageQueue>& reply) {
+bool SessionTable::TrackReply(const std::string& id, const std::shared_ptr<MessageQueue>& reply,
+                              size_t max_open) {
   {
     std::lock_guard lock(mu_);
     auto it = sessions_.find(id);
     if (it != sessions_.end()) {
       auto& replies = it->second.replies;
       std::erase_if(replies, [](const auto& weak) { return weak.expired(); });
+      if (replies.size() >= max_open) return false;
       replies.push_back(reply);
-      return;
+      return true;
     }
   }
   reply->Abort();  // deleted while the request was being handled
+  return true;
 }
 
 bool SessionTable::Remove(const std::string& id) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,9 +42,11 @@ class SessionTable {
   std::shared_ptr<Session> Find(const std::string& id, Kind kind,
                                 std::shared_ptr<MessageQueue>* stream = nullptr);
 
-  // Remembers an open Streamable HTTP reply of session `id`, so that Remove() ends it. When the
-  // session is already gone, aborts `reply` at once.
-  void TrackReply(const std::string& id, const std::shared_ptr<MessageQueue>& reply);
+  // Remembers an open Streamable HTTP reply of session `id`, so that Remove() ends it, unless the
+  // session has `max_open` replies open already: false then, nothing is tracked, and the caller
+  // refuses the request. When the session is already gone, aborts `reply` at once (true).
+  bool TrackReply(const std::string& id, const std::shared_ptr<MessageQueue>& reply,
+                  size_t max_open = SIZE_MAX);
 
   // Forgets the session, aborts its open replies and closes it (cancelling its running calls).
   // False when the id is unknown.

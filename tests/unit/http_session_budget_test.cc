@@ -1,0 +1,194 @@
+// The budget of one Streamable HTTP session on a real HttpServer (loopback, a free port): its open
+// requests beyond max_open_per_session are refused with 429, while another session from the same
+// address is served, and the session gets its slots back as its answers go out.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "mcp/server.h"
+#include "mcp/tool.h"
+#include "mcp/transport/http_server.h"
+#include "mcp/worker_pool.h"
+
+namespace mcpexec::mcp {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+// A tool whose calls wait until released (or cancelled).
+class HoldingTool : public Tool {
+ public:
+  std::string Name() const override { return "hold"; }
+  json Definition() const override {
+    return {{"name", "hold"},
+            {"description", "waits"},
+            {"inputSchema", {{"type", "object"}}}};
+  }
+  json Call(const json&, const ToolCallContext& context) override {
+    ++entered;
+    while (!released.load()) {
+      pollfd p{context.cancel_fd, POLLIN, 0};
+      if (context.cancel_fd >= 0 && poll(&p, 1, 5) > 0) break;
+      if (context.cancel_fd < 0) std::this_thread::sleep_for(5ms);
+    }
+    return {{"content", json::array({{{"type", "text"}, {"text", "done"}}})}};
+  }
+  std::atomic<int> entered{0};
+  std::atomic<bool> released{false};
+};
+
+UniqueFd Connect(int port) {
+  UniqueFd sock(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(sock.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  return sock;
+}
+
+// Sends one POST /mcp on a new connection and returns the connection without reading.
+UniqueFd Send(int port, const json& body, const std::string& session) {
+  UniqueFd sock = Connect(port);
+  const std::string text = body.dump();
+  std::string request =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json\r\nMCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n"
+      "Content-Length: " +
+      std::to_string(text.size()) + "\r\n";
+  if (!session.empty()) request += "Mcp-Session-Id: " + session + "\r\n";
+  request += "\r\n" + text;
+  EXPECT_EQ(write(sock.Get(), request.data(), request.size()),
+            static_cast<ssize_t>(request.size()));
+  return sock;
+}
+
+struct Reply {
+  int status = 0;
+  std::string head;
+  std::string body;
+};
+
+Reply Read(const UniqueFd& sock) {
+  std::string in;
+  char buf[4096];
+  pollfd p{sock.Get(), POLLIN, 0};
+  while (poll(&p, 1, 10000) > 0) {
+    const ssize_t n = read(sock.Get(), buf, sizeof buf);
+    if (n <= 0) break;
+    in.append(buf, static_cast<size_t>(n));
+  }
+  Reply reply;
+  const size_t end = in.find("\r\n\r\n");
+  if (in.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return reply;
+  reply.status = std::stoi(in.substr(9, 3));
+  reply.head = in.substr(0, end);
+  reply.body = in.substr(end + 4);
+  return reply;
+}
+
+json Call(int id) {
+  return {{"jsonrpc", "2.0"},
+          {"id", id},
+          {"method", "tools/call"},
+          {"params", {{"name", "hold"}, {"arguments", json::object()}}}};
+}
+
+class HttpSessionBudgetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpServerOptions options;
+    options.listen.host = "127.0.0.1";
+    options.listen.port = 0;
+    options.max_open_per_session = 2;
+    http_ = std::make_unique<HttpServer>(server_, std::move(options));
+    auto port = http_->Start();
+    ASSERT_TRUE(port.ok()) << port.error().message;
+    port_ = *port;
+  }
+  void TearDown() override {
+    tool_->released = true;
+    if (http_) http_->Stop();
+    pool_.Drain();
+  }
+
+  // A new initialized session's id.
+  std::string Open() {
+    const json init = {{"jsonrpc", "2.0"},
+                       {"id", 0},
+                       {"method", "initialize"},
+                       {"params",
+                        {{"protocolVersion", "2025-11-25"},
+                         {"capabilities", json::object()},
+                         {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}};
+    const Reply reply = Read(Send(port_, init, ""));
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    const std::string key = "Mcp-Session-Id: ";
+    const size_t at = reply.head.find(key);
+    if (at == std::string::npos) return "";
+    const std::string id = reply.head.substr(at + key.size(),
+                                             reply.head.find("\r\n", at) - at - key.size());
+    const Reply initialized =
+        Read(Send(port_, {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, id));
+    EXPECT_EQ(initialized.status, 202) << initialized.body;
+    return id;
+  }
+
+  void WaitEntered(int n) {
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (tool_->entered.load() < n && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(2ms);
+    }
+    ASSERT_EQ(tool_->entered.load(), n);
+  }
+
+  std::shared_ptr<HoldingTool> tool_ = std::make_shared<HoldingTool>();
+  WorkerPool pool_{4, 4};
+  Server server_{ServerInfo{}, {tool_}, pool_};
+  std::unique_ptr<HttpServer> http_;
+  int port_ = 0;
+};
+
+TEST_F(HttpSessionBudgetTest, ASessionAtItsBudgetIsRefusedWhileAnotherIsServed) {
+  const std::string busy = Open();
+  ASSERT_FALSE(busy.empty());
+  std::vector<UniqueFd> open;
+  open.push_back(Send(port_, Call(1), busy));
+  open.push_back(Send(port_, Call(2), busy));
+  WaitEntered(2);
+
+  const Reply refused = Read(Send(port_, Call(3), busy));
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_NE(refused.body.find("this session has 2 requests open"), std::string::npos)
+      << refused.body;
+  EXPECT_EQ(tool_->entered.load(), 2) << "the refused call ran";
+
+  // Another session from the same address has a budget of its own.
+  const std::string other = Open();
+  ASSERT_FALSE(other.empty());
+  UniqueFd theirs = Send(port_, Call(4), other);
+  WaitEntered(3);
+
+  tool_->released = true;
+  for (UniqueFd& sock : open) EXPECT_EQ(Read(sock).status, 200);
+  EXPECT_EQ(Read(theirs).status, 200);
+  // Its answers out, the session has its slots back.
+  const Reply again = Read(Send(port_, Call(5), busy));
+  EXPECT_EQ(again.status, 200) << again.body;
+}
+
+}  // namespace
+}  // namespace mcpexec::mcp
