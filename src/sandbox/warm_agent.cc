@@ -1,6 +1,8 @@
 #include "sandbox/warm_agent.h"
 
 #include <linux/sched.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
 
 #include <string_view>
 
@@ -368,17 +370,30 @@ def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_fo
     # its own.
     for kind, source, target, fstype, flags, data, mode, optional in setup["mounts"]:
         try:
-            if kind == 0:
+            if kind == "mount":
                 check(libc.mount(source, target, fstype, ulong(flags), data),
                       "mount " + target.decode())
-            elif kind == 1:
+            elif kind == "mkdir":
                 os.mkdir(target, mode)
-            elif kind == 4:
+            elif kind == "touch":
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                                 mode))
+            elif kind == "symlink":
+                os.symlink(source, target)
+            elif kind == "pivot_root":
+                # As a cold init (child.cc, PivotRoot): the old root, the zygote's, goes.
+                os.chdir(target)
+                check(libc.syscall(setup["pivot_root"], b".", b"."), "pivot_root")
+                check(libc.umount2(b".", setup["mnt_detach"]), "detach the zygote's root")
+                os.chdir("/")
+            elif kind == "copy":
                 with open(source, "rb") as f:
                     content = f.read()
                 out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
                 os.write(out, content)
                 os.close(out)
+            else:
+                raise OSError(errno.EINVAL, "an unknown mount step: " + kind)
         except OSError as e:
             if not (optional and e.errno == errno.ENOENT):
                 raise
@@ -497,12 +512,26 @@ std::string ModuleList(const std::vector<std::string>& preload) {
   return "[" + modules + "]";
 }
 
+// The agent's name for a mount step: a new kind fails the build here (-Wswitch) rather than
+// reach the agent unknown.
+const char* KindWord(MountOpKind kind) {
+  switch (kind) {
+    case MountOpKind::kMount: return "mount";
+    case MountOpKind::kMkdir: return "mkdir";
+    case MountOpKind::kTouch: return "touch";
+    case MountOpKind::kSymlink: return "symlink";
+    case MountOpKind::kCopyFile: return "copy";
+    case MountOpKind::kPivotRoot: return "pivot_root";
+  }
+  return "?";
+}
+
 std::string ZygoteSetupLiteral(const ZygoteRunSetup& setup) {
   constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                                    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
   std::string mounts;
   for (const MountOp& op : setup.mounts) {
-    mounts += "(" + std::to_string(static_cast<int>(op.kind)) + ", " +
+    mounts += "(\"" + std::string(KindWord(op.kind)) + "\", " +
               PythonBytes(op.source, true) + ", " + PythonBytes(op.target) + ", " +
               PythonBytes(op.fstype, true) + ", " + std::to_string(op.flags) + ", " +
               PythonBytes(op.data, true) + ", " + std::to_string(op.mode) + ", " +
@@ -516,6 +545,8 @@ std::string ZygoteSetupLiteral(const ZygoteRunSetup& setup) {
   const std::string_view bpf(reinterpret_cast<const char*>(setup.seccomp.data()),
                              setup.seccomp.size() * sizeof(sock_filter));
   return "{\"namespaces\": " + std::to_string(kNamespaces) +
+         ", \"pivot_root\": " + std::to_string(SYS_pivot_root) +
+         ", \"mnt_detach\": " + std::to_string(MNT_DETACH) +
          ", \"uid_map\": " + PythonLiteral(setup.uid_map) +
          ", \"gid_map\": " + PythonLiteral(setup.gid_map) + ", \"mounts\": [" + mounts +
          "], \"hostname\": " + PythonBytes(setup.hostname) +

@@ -49,15 +49,11 @@ const std::vector<Exception> kExceptions = {
      "a session's control socket is fd 5 in the interpreter, close-on-exec, the program's calls "
      "are authenticated per call (docs/sessions.md, The control channel)"},
     {"session-zygote", "", "fds", "as session-cold: the session's control socket"},
-    {"zygote", "", "mountinfo",
-     "the run's mount namespace is a copy of the zygote's, whose /proc, /dev, /dev/shm and /tmp "
-     "are locked under the run's own (an unprivileged user namespace cannot unmount what it "
-     "inherited); the run mounts /proc, /dev/shm and /tmp over them, and reuses the zygote's /dev "
-     "(docs/engine.md, The zygote)"},
     {"zygote", "Caller", "setgroups",
-     "the run's user namespace is made inside the zygote's by a process without capabilities, "
-     "which may write its gid_map only after denying setgroups; a cold run as root has the "
-     "supervisor write it (docs/engine.md, The zygote)"},
+     "the run's user namespace is made inside the zygote's, and only a process of the zygote's "
+     "user namespace with CAP_SETGID there may write its gid_map with setgroups allowed: the "
+     "zygote's processes have no capabilities, so the run denies setgroups first, as every "
+     "rootless run does (docs/engine.md, The zygote)"},
     {"zygote", "Unprivileged", "uid_map",
      "the run's user namespace is nested in the zygote's, so its map is to the zygote's 65532, "
      "where a cold run's is to the host user (docs/engine.md, The zygote)"},
