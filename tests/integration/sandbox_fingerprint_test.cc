@@ -26,11 +26,12 @@ struct Variant {
 };
 
 // Cold first: the others are compared with it.
-const std::array<Variant, 5> kVariants = {{
+const std::array<Variant, 6> kVariants = {{
     {"cold", {"--engine", "cold"}},
     {"pool", {"--engine", "pool"}},
     {"zygote", {"--engine", "zygote"}},
     {"session-cold", {"--engine", "cold", "--session"}},
+    {"session-pool", {"--engine", "pool", "--session"}},
     {"session-zygote", {"--engine", "zygote", "--session"}},
 }};
 
@@ -48,6 +49,7 @@ const std::vector<Exception> kExceptions = {
     {"session-cold", "", "fds",
      "a session's control socket is fd 5 in the interpreter, close-on-exec, the program's calls "
      "are authenticated per call (docs/sessions.md, The control channel)"},
+    {"session-pool", "", "fds", "as session-cold: the session's control socket"},
     {"session-zygote", "", "fds", "as session-cold: the session's control socket"},
     {"zygote", "Caller", "setgroups",
      "the run's user namespace is made inside the zygote's, and only a process of the zygote's "
