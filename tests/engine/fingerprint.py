@@ -6,12 +6,14 @@
 # {"user": 4026531837, ...}, so that each namespace can be called "host" or "own".
 import ctypes
 import errno
+import fcntl
 import json
 import os
 import re
 import resource
 import signal
 import socket
+import struct
 
 HOST_NS = @HOST_NS@
 libc = ctypes.CDLL(None, use_errno=True)
@@ -190,6 +192,14 @@ report["python_handlers"] = {
 report["uname"] = [os.uname().sysname, os.uname().nodename, os.uname().machine]
 report["domainname"] = read("/proc/sys/kernel/domainname").strip()
 report["interfaces"] = socket.if_nameindex()
+SIOCGIFFLAGS = 0x8913
+probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = {}
+for _, name in socket.if_nameindex():
+    answer = fcntl.ioctl(probe.fileno(), SIOCGIFFLAGS, struct.pack("16sh22x", name.encode(), 0))
+    flags[name] = hex(struct.unpack("16sh22x", answer)[1])
+probe.close()
+report["interface_flags"] = flags
 
 # /proc: what of it is masked or read-only.
 proc = {}
