@@ -500,6 +500,13 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   }
   if (spec.zygote) {
     if (!spec.warm) return MakeError(ErrorCode::kInvalidArgument, "a zygote plan must be warm");
+    struct stat run_root;
+    if (stat((root + kZygoteRunRoot).c_str(), &run_root) != 0 || !S_ISDIR(run_root.st_mode)) {
+      return MakeError(ErrorCode::kNotFound,
+                       "the rootfs " + root + " has no " + kZygoteRunRoot +
+                           " directory, where a zygote binds the rootfs its runs are built on: "
+                           "add an empty one to the rootfs, or use MCP_EXEC_ENGINE=pool");
+    }
     ZygoteRunSetup setup;
     MCPEXEC_ASSIGN_OR_RETURN(setup.mounts, BuildZygoteRunMountOps(spec, root, LockedFlags(st)));
     // The run's own user namespace maps its ids to the same ids of the zygote's.
