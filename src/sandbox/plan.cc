@@ -55,6 +55,9 @@ constexpr uintmax_t kMaxSkeletonBytes = 1 << 20;
 
 constexpr unsigned long kProcFlags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
 constexpr uint64_t kZygoteWorkspaceBytes = 8ull << 20;
+// Where a zygote binds the rootfs a second time, with nothing mounted below it: a directory of
+// every Debian rootfs, empty in a run (the bind is the run's root, not a mount in it).
+constexpr const char* kZygoteRunRoot = "/mnt";
 constexpr unsigned long kRoRemount = MS_BIND | MS_REMOUNT | MS_RDONLY;
 
 // A read-only remount inside a user namespace must keep the flags the kernel locked on the
@@ -249,6 +252,13 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
   ops.push_back(Mount(root, root, "", MS_BIND, "", "bind the rootfs"));
   ops.push_back(Mount("", root, "", kRoRemount | MS_NOSUID | MS_NODEV | rootfs_locked, "",
                       "make the rootfs read-only, nosuid, nodev"));
+  if (spec.zygote) {
+    // The rootfs once more, without the mounts below: each run builds its root on it.
+    const std::string clean = root + kZygoteRunRoot;
+    ops.push_back(Mount(root, clean, "", MS_BIND, "", "bind the rootfs for the zygote's runs"));
+    ops.push_back(Mount("", clean, "", kRoRemount | MS_NOSUID | MS_NODEV | rootfs_locked, "",
+                        "make the zygote runs' rootfs read-only, nosuid, nodev"));
+  }
   ops.push_back(ProcMount(root + "/proc"));
   // A zygote's runs mount their own /proc from a nested user namespace, which the kernel allows
   // only where a /proc is fully visible: the zygote's has no masks, and runs no program.
@@ -263,15 +273,29 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
   return ops;
 }
 
-// What a zygote's run mounts itself, inside the rootfs, once it has its own user, mount and pid
-// namespaces: a cold sandbox's /proc, /dev/shm and workspace.
+// What a zygote's run mounts itself once it has its own user, mount and pid namespaces: a cold
+// sandbox's mounts, in a cold sandbox's order, on the zygote's clean bind of the rootfs
+// (kZygoteRunRoot), then pivot_root into it. The zygote's own /proc, /dev, /dev/shm and /tmp
+// are locked in the run's mount namespace (a less privileged user namespace cannot unmount what
+// it inherited), but go with the old root; the zygote's /proc is still there when the run mounts
+// its own, which a nested user namespace may do only where a /proc is fully visible.
 Result<std::vector<MountOp>> BuildZygoteRunMountOps(const SandboxSpec& spec,
-                                                    const std::string& root) {
+                                                    const std::string& root,
+                                                    unsigned long rootfs_locked) {
+  const std::string run_root = kZygoteRunRoot;
   std::vector<MountOp> ops;
-  ops.push_back(ProcMount("/proc"));
-  AddProcMaskOps("/proc", ops);
-  ops.push_back(ShmMount("/dev/shm", spec.shm_bytes));
-  MCPEXEC_RETURN_IF_ERROR(AddWorkspaceOps(spec, root, "", kWorkspaceDir, ops));
+  ops.push_back(Mount("", "/", "", MS_REC | MS_PRIVATE, "",
+                      "make every mount private to the sandbox"));
+  // The zygote's bind is locked in the run's namespace, and pivot_root refuses a locked mount:
+  // the run's root is a bind of it, as a cold run's is of the host's.
+  ops.push_back(Mount(run_root, run_root, "", MS_BIND, "", "bind the rootfs"));
+  ops.push_back(Mount("", run_root, "", kRoRemount | MS_NOSUID | MS_NODEV | rootfs_locked, "",
+                      "make the rootfs read-only, nosuid, nodev"));
+  ops.push_back(ProcMount(run_root + "/proc"));
+  AddProcMaskOps(run_root + "/proc", ops);
+  AddDevOps(run_root + "/dev", spec.shm_bytes, ops);
+  MCPEXEC_RETURN_IF_ERROR(AddWorkspaceOps(spec, root, "", run_root + kWorkspaceDir, ops));
+  ops.push_back(Simple(MountOpKind::kPivotRoot, "", run_root, 0, "pivot_root into the rootfs"));
   return ops;
 }
 
@@ -476,8 +500,15 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   }
   if (spec.zygote) {
     if (!spec.warm) return MakeError(ErrorCode::kInvalidArgument, "a zygote plan must be warm");
+    struct stat run_root;
+    if (stat((root + kZygoteRunRoot).c_str(), &run_root) != 0 || !S_ISDIR(run_root.st_mode)) {
+      return MakeError(ErrorCode::kNotFound,
+                       "the rootfs " + root + " has no " + kZygoteRunRoot +
+                           " directory, where a zygote binds the rootfs its runs are built on: "
+                           "add an empty one to the rootfs, or use MCP_EXEC_ENGINE=pool");
+    }
     ZygoteRunSetup setup;
-    MCPEXEC_ASSIGN_OR_RETURN(setup.mounts, BuildZygoteRunMountOps(spec, root));
+    MCPEXEC_ASSIGN_OR_RETURN(setup.mounts, BuildZygoteRunMountOps(spec, root, LockedFlags(st)));
     // The run's own user namespace maps its ids to the same ids of the zygote's.
     setup.uid_map = std::to_string(spec.inside_uid) + " " + std::to_string(spec.inside_uid) + " 1\n";
     setup.gid_map = std::to_string(spec.inside_gid) + " " + std::to_string(spec.inside_gid) + " 1\n";

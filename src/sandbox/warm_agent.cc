@@ -1,8 +1,17 @@
 #include "sandbox/warm_agent.h"
 
+#include <linux/capability.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
 
+#include <cstddef>
 #include <string_view>
+#include <utility>
 
 #include "sandbox/child/plan_view.h"
 
@@ -283,7 +292,7 @@ def _zygote(ctl, setup):
     def seqpacket(fd):
         return socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fd)
 
-    report_format = "=IIiIi4xqq"  # ChildReport (plan_view.h)
+    report_format = setup["report_format"]  # ChildReport (plan_view.h)
     zygote_pid = os.getpid()
 
     # A run's first process ends as soon as it has forked the run's init: reaped at once, it
@@ -335,8 +344,13 @@ def _zygote(ctl, setup):
 # (PID 2), which applies the rlimits and seccomp filter and returns.
 def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_format):
     import os, sys, socket, ctypes, struct, fcntl, resource, signal, random, errno
-    PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
-    PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 47, 4, 22, 2
+    # The kernel's numbers, from the headers the cold child is compiled with (SetupConstants).
+    k = setup["k"]
+    PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = (
+        k["PR_SET_PDEATHSIG"], k["PR_SET_DUMPABLE"], k["PR_CAPBSET_DROP"], k["PR_SET_NO_NEW_PRIVS"])
+    PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = (
+        k["PR_CAP_AMBIENT"], k["PR_CAP_AMBIENT_CLEAR_ALL"], k["PR_SET_SECCOMP"],
+        k["SECCOMP_MODE_FILTER"])
     ulong = ctypes.c_ulong
     # The zygote reaps its children from a SIGCHLD handler; the run's init must not inherit it,
     # or a program that ended before the init reached its wait loop would be reaped unreported.
@@ -368,29 +382,44 @@ def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_fo
     # its own.
     for kind, source, target, fstype, flags, data, mode, optional in setup["mounts"]:
         try:
-            if kind == 0:
+            if kind == "mount":
                 check(libc.mount(source, target, fstype, ulong(flags), data),
                       "mount " + target.decode())
-            elif kind == 1:
+            elif kind == "mkdir":
                 os.mkdir(target, mode)
-            elif kind == 4:
+            elif kind == "touch":
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                                 mode))
+            elif kind == "symlink":
+                os.symlink(source, target)
+            elif kind == "pivot_root":
+                # As a cold init (child.cc, PivotRoot): the old root, the zygote's, goes.
+                os.chdir(target)
+                check(libc.syscall(setup["pivot_root"], b".", b"."), "pivot_root")
+                check(libc.umount2(b".", setup["mnt_detach"]), "detach the zygote's root")
+                os.chdir("/")
+            elif kind == "copy":
                 with open(source, "rb") as f:
                     content = f.read()
                 out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
                 os.write(out, content)
                 os.close(out)
+            else:
+                raise OSError(errno.EINVAL, "an unknown mount step: " + kind)
         except OSError as e:
             if not (optional and e.errno == errno.ENOENT):
                 raise
     socket.sethostname(setup["hostname"])
     lo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    fcntl.ioctl(lo.fileno(), 0x8914, struct.pack("16sh22x", b"lo", 0x1 | 0x40))  # SIOCSIFFLAGS up
+    fcntl.ioctl(lo.fileno(), k["SIOCSIFFLAGS"],
+                struct.pack(k["ifreq_flags_format"], b"lo", k["IFF_UP"] | k["IFF_RUNNING"]))
     lo.close()
     os.chdir("/tmp")
     for cap in range(setup["last_cap"] + 1):
         check(prctl(PR_CAPBSET_DROP, cap), "drop the bounding set")
     check(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL), "clear the ambient capabilities")
-    check(libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24)), "drop every capability")
+    check(libc.capset(struct.pack("Ii", k["_LINUX_CAPABILITY_VERSION_3"], 0),
+                      bytes(k["cap_data_bytes"])), "drop every capability")
     check(prctl(PR_SET_NO_NEW_PRIVS, 1), "set no_new_privs")
     check(prctl(PR_SET_DUMPABLE, 0), "make init non-dumpable")
     pidfd = os.pidfd_open(os.getpid())
@@ -398,7 +427,8 @@ def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_fo
     os.close(pidfd)
     report = seqpacket(3)
     workspace = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    socket.send_fds(report, [struct.pack(report_format, 1, 0, 0, 0, 0, 0, 0)], [workspace])
+    socket.send_fds(report, [struct.pack(report_format, k["kReady"], 0, 0, 0, 0, 0, 0)],
+                    [workspace])
     os.close(workspace)
     program = os.fork()
     if program == 0:
@@ -438,7 +468,7 @@ def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_fo
     ctypes.memset(arg_start, 0, arg_end - arg_start)
     ctypes.memmove(arg_start, name, len(name))
     comm = ctypes.create_string_buffer(setup["init_name"][:15])
-    prctl(15, ctypes.addressof(comm))  # PR_SET_NAME
+    prctl(k["PR_SET_NAME"], ctypes.addressof(comm))
     for sig in signal.valid_signals():
         if sig not in (signal.SIGKILL, signal.SIGSTOP):
             try:
@@ -453,7 +483,8 @@ def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_fo
         if pid == program:
             usage = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu_us = int((usage.ru_utime + usage.ru_stime) * 1000000)
-            report.send(struct.pack(report_format, 3, 0, 0, 0, status, usage.ru_maxrss, cpu_us))
+            report.send(struct.pack(report_format, k["kExit"], 0, 0, 0, status, usage.ru_maxrss,
+                                    cpu_us))
             os._exit(0)
 
 )py";
@@ -497,12 +528,73 @@ std::string ModuleList(const std::vector<std::string>& preload) {
   return "[" + modules + "]";
 }
 
+// The agent's name for a mount step: a new kind fails the build here (-Wswitch) rather than
+// reach the agent unknown.
+const char* KindWord(MountOpKind kind) {
+  switch (kind) {
+    case MountOpKind::kMount: return "mount";
+    case MountOpKind::kMkdir: return "mkdir";
+    case MountOpKind::kTouch: return "touch";
+    case MountOpKind::kSymlink: return "symlink";
+    case MountOpKind::kCopyFile: return "copy";
+    case MountOpKind::kPivotRoot: return "pivot_root";
+  }
+  return "?";
+}
+
+// ChildReport (plan_view.h) as a Python struct format: its members in order, native sizes, no
+// alignment ("="), the padding the compiler put between them written out.
+std::string ReportFormat() {
+  static_assert(sizeof(ReportType) == 4 && sizeof(ChildStep) == 4, "both are packed as I");
+  static_assert(offsetof(ChildReport, step) == 4 && offsetof(ChildReport, sys_errno) == 8 &&
+                    offsetof(ChildReport, index) == 12 && offsetof(ChildReport, wait_status) == 16,
+                "the members before the padding are packed as IIiIi");
+  constexpr size_t kPadding = offsetof(ChildReport, children_maxrss_kib) - 20;
+  static_assert(offsetof(ChildReport, children_cpu_us) ==
+                    offsetof(ChildReport, children_maxrss_kib) + 8 &&
+                sizeof(ChildReport) == offsetof(ChildReport, children_cpu_us) + 8,
+                "the two last members are packed as qq, with nothing after them");
+  return "=IIiIi" + (kPadding == 0 ? std::string() : std::to_string(kPadding) + "x") + "qq";
+}
+
+// The kernel's and the child's numbers the zygote's agent uses, from the same headers as the
+// cold child (child.cc): none is copied by hand into the agent.
+std::string SetupConstants() {
+  struct ifreq ifr {};
+  static_assert(sizeof(ifr.ifr_name) == 16 && sizeof(ifr.ifr_flags) == 2,
+                "an ifreq's flags are packed as 16sh");
+  const std::pair<const char*, long long> constants[] = {
+      {"PR_SET_PDEATHSIG", PR_SET_PDEATHSIG},
+      {"PR_SET_DUMPABLE", PR_SET_DUMPABLE},
+      {"PR_CAPBSET_DROP", PR_CAPBSET_DROP},
+      {"PR_SET_NO_NEW_PRIVS", PR_SET_NO_NEW_PRIVS},
+      {"PR_CAP_AMBIENT", PR_CAP_AMBIENT},
+      {"PR_CAP_AMBIENT_CLEAR_ALL", PR_CAP_AMBIENT_CLEAR_ALL},
+      {"PR_SET_SECCOMP", PR_SET_SECCOMP},
+      {"PR_SET_NAME", PR_SET_NAME},
+      {"SECCOMP_MODE_FILTER", SECCOMP_MODE_FILTER},
+      {"SIOCSIFFLAGS", SIOCSIFFLAGS},
+      {"IFF_UP", IFF_UP},
+      {"IFF_RUNNING", IFF_RUNNING},
+      {"_LINUX_CAPABILITY_VERSION_3", _LINUX_CAPABILITY_VERSION_3},
+      {"cap_data_bytes", sizeof(__user_cap_data_struct) * _LINUX_CAPABILITY_U32S_3},
+      {"kReady", static_cast<long long>(ReportType::kReady)},
+      {"kExit", static_cast<long long>(ReportType::kExit)},
+  };
+  std::string dict = "{";
+  for (const auto& [name, value] : constants) {
+    dict += "\"" + std::string(name) + "\": " + std::to_string(value) + ", ";
+  }
+  const size_t padding = sizeof(ifreq) - sizeof(ifr.ifr_name) - sizeof(ifr.ifr_flags);
+  return dict + "\"ifreq_flags_format\": \"16sh" + std::to_string(padding) + "x\"}";
+}
+
 std::string ZygoteSetupLiteral(const ZygoteRunSetup& setup) {
   constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                                    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
   std::string mounts;
   for (const MountOp& op : setup.mounts) {
-    mounts += "(" + std::to_string(static_cast<int>(op.kind)) + ", " +
+    mounts += "(\"" + std::string(KindWord(op.kind)) + "\", " +
               PythonBytes(op.source, true) + ", " + PythonBytes(op.target) + ", " +
               PythonBytes(op.fstype, true) + ", " + std::to_string(op.flags) + ", " +
               PythonBytes(op.data, true) + ", " + std::to_string(op.mode) + ", " +
@@ -516,11 +608,14 @@ std::string ZygoteSetupLiteral(const ZygoteRunSetup& setup) {
   const std::string_view bpf(reinterpret_cast<const char*>(setup.seccomp.data()),
                              setup.seccomp.size() * sizeof(sock_filter));
   return "{\"namespaces\": " + std::to_string(kNamespaces) +
+         ", \"pivot_root\": " + std::to_string(SYS_pivot_root) +
+         ", \"mnt_detach\": " + std::to_string(MNT_DETACH) +
          ", \"uid_map\": " + PythonLiteral(setup.uid_map) +
          ", \"gid_map\": " + PythonLiteral(setup.gid_map) + ", \"mounts\": [" + mounts +
          "], \"hostname\": " + PythonBytes(setup.hostname) +
          ", \"init_name\": " + PythonBytes(setup.init_name) +
-         ", \"last_cap\": " + std::to_string(setup.last_cap) + ", \"rlimits\": [" + rlimits +
+         ", \"last_cap\": " + std::to_string(setup.last_cap) + ", \"k\": " + SetupConstants() +
+         ", \"report_format\": " + PythonLiteral(ReportFormat()) + ", \"rlimits\": [" + rlimits +
          "], \"seccomp\": " + PythonBytes(bpf) + "}";
 }
 

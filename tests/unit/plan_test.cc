@@ -265,6 +265,37 @@ TEST(Compile, IncompleteRootfsNamesTheMissingDirectory) {
   EXPECT_THAT(plan.error().message, HasSubstr("has no /tmp directory"));
 }
 
+// A zygote binds the rootfs a second time at /mnt, before anything is mounted below the root,
+// and its agent builds each run's root on that bind and pivots into it as a cold init does.
+TEST(Compile, AZygoteKeepsACleanRootfsForItsRuns) {
+  FakeRootfs rootfs;
+  fs::create_directories(rootfs.Root() + "/mnt");
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.warm = true;
+  spec.zygote = true;
+  auto plan = Compile(spec, TestLimits());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const auto& ops = (*plan)->MountOps();
+  const auto at = [&](const std::string& what) {
+    return std::find_if(ops.begin(), ops.end(), [&](const MountOp& op) { return op.what == what; });
+  };
+  const auto bind = at("bind the rootfs for the zygote's runs");
+  ASSERT_NE(bind, ops.end());
+  EXPECT_EQ(bind->target, fs::canonical(rootfs.Root()).string() + "/mnt");
+  EXPECT_LT(bind, at("mount a fresh /proc")) << "the bind has nothing mounted below it";
+  const std::string agent((*plan)->View().agent, (*plan)->View().agent_len);
+  EXPECT_THAT(agent, HasSubstr(R"(("pivot_root", None, b"/mnt", )"))
+      << "each run pivots into its root";
+  EXPECT_THAT(agent, HasSubstr(R"(("mount", b"proc", b"/mnt/proc", )"))
+      << "each run mounts its /proc there";
+
+  fs::remove(rootfs.Root() + "/mnt");
+  auto without = Compile(spec, TestLimits());
+  ASSERT_FALSE(without.ok());
+  EXPECT_THAT(without.error().message, HasSubstr("has no /mnt directory"));
+  EXPECT_THAT(without.error().message, HasSubstr("MCP_EXEC_ENGINE=pool"));
+}
+
 TEST(Compile, InterpreterMustExistInTheRootfs) {
   FakeRootfs rootfs;
   SandboxSpec spec = SpecFor(rootfs.Root());
