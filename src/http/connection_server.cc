@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "http/connection.h"
+#include "http/peer_table.h"
 #include "log/log.h"
 
 namespace mcpexec::http {
@@ -48,45 +49,6 @@ void Refuse(int sock) {
   for (int i = 0; i < 16 && recv(sock, drain, sizeof drain, MSG_DONTWAIT) > 0; ++i) {
   }
 }
-
-// Open connections per client address. Thread-safe: the loop takes slots, and whichever thread
-// closes a connection gives its slot back.
-class PeerTable {
- public:
-  class Slot {
-   public:
-    Slot(PeerTable* table, std::string peer) : table_(table), peer_(std::move(peer)) {}
-    Slot(Slot&& other) noexcept : table_(std::exchange(other.table_, nullptr)),
-                                  peer_(std::move(other.peer_)) {}
-    Slot& operator=(Slot&&) = delete;
-    ~Slot() {
-      if (table_ != nullptr) table_->Release(peer_);
-    }
-
-   private:
-    PeerTable* table_;
-    std::string peer_;
-  };
-
-  // A slot for one more connection from `peer`; nullopt when it has `max` already.
-  std::optional<Slot> Acquire(const std::string& peer, size_t max) {
-    std::lock_guard lock(mu_);
-    size_t& count = counts_[peer];
-    if (count >= max) return std::nullopt;
-    ++count;
-    return Slot(this, peer);
-  }
-
- private:
-  void Release(const std::string& peer) {
-    std::lock_guard lock(mu_);
-    auto it = counts_.find(peer);
-    if (it != counts_.end() && --it->second == 0) counts_.erase(it);
-  }
-
-  std::mutex mu_;
-  std::unordered_map<std::string, size_t> counts_;
-};
 
 // A thread per request being served, up to the limit. Finished threads are joined on the next
 // spawn or at shutdown.

@@ -1,6 +1,8 @@
-// The budget of one Streamable HTTP session on a real HttpServer (loopback, a free port): its open
-// requests beyond max_open_per_session are refused with 429, while another session from the same
-// address is served, and the session gets its slots back as its answers go out.
+// Budgets of a client on a real HttpServer (loopback, a free port). One Streamable HTTP session's
+// open requests beyond max_open_per_session are refused with 429, while another session from the
+// same address is served, and the session gets its slots back as its answers go out. One
+// address's legacy event streams beyond max_streams_per_peer are refused with 503, while its
+// requests are still served.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -114,6 +116,7 @@ class HttpSessionBudgetTest : public ::testing::Test {
     options.listen.host = "127.0.0.1";
     options.listen.port = 0;
     options.max_open_per_session = 2;
+    options.max_streams_per_peer = 2;
     http_ = std::make_unique<HttpServer>(server_, std::move(options));
     auto port = http_->Start();
     ASSERT_TRUE(port.ok()) << port.error().message;
@@ -188,6 +191,50 @@ TEST_F(HttpSessionBudgetTest, ASessionAtItsBudgetIsRefusedWhileAnotherIsServed) 
   // Its answers out, the session has its slots back.
   const Reply again = Read(Send(port_, Call(5), busy));
   EXPECT_EQ(again.status, 200) << again.body;
+}
+
+// A legacy event stream: the connection, once its endpoint event has arrived.
+UniqueFd OpenStream(int port, std::string* first) {
+  UniqueFd sock = Connect(port);
+  const std::string request =
+      "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n";
+  EXPECT_EQ(write(sock.Get(), request.data(), request.size()),
+            static_cast<ssize_t>(request.size()));
+  char buf[4096];
+  pollfd p{sock.Get(), POLLIN, 0};
+  while (first->find("\r\n\r\n") == std::string::npos ||
+         (first->starts_with("HTTP/1.1 200") && first->find("endpoint") == std::string::npos)) {
+    if (poll(&p, 1, 10000) <= 0) break;
+    const ssize_t n = read(sock.Get(), buf, sizeof buf);
+    if (n <= 0) break;
+    first->append(buf, static_cast<size_t>(n));
+  }
+  return sock;
+}
+
+TEST_F(HttpSessionBudgetTest, AnAddressAtItsStreamBudgetIsRefusedStreamsButServedRequests) {
+  std::string first, second, third;
+  UniqueFd a = OpenStream(port_, &first);
+  UniqueFd b = OpenStream(port_, &second);
+  ASSERT_TRUE(first.starts_with("HTTP/1.1 200")) << first;
+  ASSERT_TRUE(second.starts_with("HTTP/1.1 200")) << second;
+  UniqueFd refused = OpenStream(port_, &third);
+  EXPECT_TRUE(third.starts_with("HTTP/1.1 503")) << third;
+  EXPECT_NE(third.find("this address has 2 event streams open"), std::string::npos) << third;
+
+  // Its requests are not streams: they are served.
+  EXPECT_FALSE(Open().empty());
+
+  // A stream closed gives its slot back.
+  a.Reset();
+  std::string again;
+  UniqueFd c;
+  for (int i = 0; i < 100 && !again.starts_with("HTTP/1.1 200"); ++i) {
+    again.clear();
+    c = OpenStream(port_, &again);
+    if (!again.starts_with("HTTP/1.1 200")) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(again.starts_with("HTTP/1.1 200")) << again;
 }
 
 }  // namespace

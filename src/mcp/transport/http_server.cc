@@ -14,6 +14,7 @@
 
 #include "base/unique_fd.h"
 #include "http/connection.h"
+#include "http/peer_table.h"
 #include "jsonrpc/message.h"
 #include "log/log.h"
 #include "mcp/protocol.h"
@@ -145,7 +146,9 @@ class HttpServer::Impl final : public http::Handler {
   bool stopped_ = false;
   http::SessionTable sessions_;
   metrics::LabeledCounter responses_{"code"};
-  log::Throttle session_busy_log_;  // a client at its session's budget can cause it at will
+  ::mcpexec::http::PeerTable streams_;  // legacy SSE event streams open, per client address
+  log::Throttle session_busy_log_;       // clients at a budget can cause these at will
+  log::Throttle streams_busy_log_;
 };
 
 Result<int> HttpServer::Impl::Start() {
@@ -620,6 +623,20 @@ void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {
 }
 
 void HttpServer::Impl::GetSse(const Request& req, Response& res) {
+  std::optional<::mcpexec::http::PeerTable::Slot> stream_slot =
+      streams_.Acquire(req.remote_addr, options_.max_streams_per_peer);
+  if (!stream_slot) {
+    if (auto held = streams_busy_log_.Allow()) {
+      log::Warn("too many event streams from one address: refusing with 503",
+                {{"remote", req.remote_addr},
+                 {"max_streams_per_peer", options_.max_streams_per_peer},
+                 {"held_back", *held}});
+    }
+    SendRpcError(res, 503, kTransportError,
+                 "Service Unavailable: this address has " +
+                     std::to_string(options_.max_streams_per_peer) + " event streams open");
+    return;
+  }
   std::optional<std::string> id = NewSessionId(res);
   if (!id) return;
   auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes,
@@ -651,7 +668,8 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
         }
         return Pump(sock, *queue, out, nullptr);
       },
-      [this, id = *id, queue = *queue](bool) {
+      [this, id = *id, queue = *queue,
+       slot = std::make_shared<::mcpexec::http::PeerTable::Slot>(std::move(*stream_slot))](bool) {
         RemoveSession(id, queue->Overflowed()
                               ? "the client fell behind its event stream by more than " +
                                     std::to_string(options_.max_sse_queued_bytes) + " bytes"

@@ -74,6 +74,10 @@ struct HttpServerOptions {
   // its address's share, so that one session cannot take the share of every other session from
   // the same address (clients behind one NAT, agents on one host); beyond: 429.
   size_t max_open_per_session = 16;
+  // Legacy SSE event streams from one IP address open at once, which live as long as their
+  // client keeps them: half its share of the threads, so that streams (a flood of them from the
+  // client's own address included) leave the rest of the share to requests; beyond: 503.
+  size_t max_streams_per_peer = 32;
   // Reverse proxies whose X-Forwarded-For / Forwarded are believed (MCP_EXEC_TRUSTED_PROXIES);
   // none by default.
   ::mcpexec::http::TrustedProxies trusted_proxies;
