@@ -4,11 +4,16 @@
 
 namespace mcpexec {
 
+std::string ErrnoName(int err) {
+  const char* name = strerrorname_np(err);
+  return name != nullptr ? name : "errno " + std::to_string(err);
+}
+
+std::string ErrnoText(int err) { return ErrnoName(err) + " (" + strerror(err) + ")"; }
+
 Error Errno(ErrorCode code, const std::string& what) {
   const int saved = errno;
-  const char* name = strerrorname_np(saved);
-  return Error{code, saved, what + ": " + (name ? name : "errno " + std::to_string(saved)) +
-                                " (" + strerror(saved) + ")"};
+  return Error{code, saved, what + ": " + ErrnoText(saved)};
 }
 
 Error MakeError(ErrorCode code, std::string message) {

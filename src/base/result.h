@@ -36,6 +36,12 @@ struct Error {
 // Builds an Error from the current errno: "<what>: <strerror name>". Call right after the
 // failing syscall, before anything else can change errno.
 Error Errno(ErrorCode code, const std::string& what);
+
+// The errno's name, "EACCES", or "errno 4095" for a number without one.
+std::string ErrnoName(int err);
+// The name and the description: "EACCES (Permission denied)". Errno's and every message's
+// spelling of an errno.
+std::string ErrnoText(int err);
 Error MakeError(ErrorCode code, std::string message);
 
 template <class T>
