@@ -20,4 +20,15 @@ Error MakeError(ErrorCode code, std::string message) {
   return Error{code, 0, std::move(message)};
 }
 
+std::string ErrorText(const Error& error) {
+  if (error.fixes.empty()) return error.message;
+  if (error.fixes.size() == 1) return error.message + "\nFix: " + error.fixes[0];
+  std::string text = error.message + "\nFix one of:";
+  for (const std::string& fix : error.fixes) {
+    text += "\n  - ";
+    for (const char c : fix) text += c == '\n' ? std::string("\n    ") : std::string(1, c);
+  }
+  return text;
+}
+
 }  // namespace mcpexec

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace mcpexec {
 
@@ -25,6 +26,14 @@ struct Error {
   ErrorCode code = ErrorCode::kInternal;
   int sys_errno = 0;
   std::string message;
+  // What a user can do about it, each a command or a step; a step may span lines. Kept apart
+  // from the message so that `doctor` lists them and other reports append them (ErrorText).
+  std::vector<std::string> fixes = {};
+
+  Error&& WithFixes(std::vector<std::string> steps) && {
+    fixes = std::move(steps);
+    return std::move(*this);
+  }
 
   // Prefixes the message with what the caller was doing: "mount rootfs: openat(/x): EACCES".
   Error&& WithContext(const std::string& context) && {
@@ -43,6 +52,11 @@ std::string ErrnoName(int err);
 // spelling of an errno.
 std::string ErrnoText(int err);
 Error MakeError(ErrorCode code, std::string message);
+
+// The message with its fixes after it, for reports that are one text (logs, stderr):
+// "<message>\nFix: <step>", or "\nFix one of:" and one "  - <step>" line each, a step's further
+// lines indented under its first.
+std::string ErrorText(const Error& error);
 
 template <class T>
 class [[nodiscard]] Result {

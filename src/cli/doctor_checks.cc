@@ -271,9 +271,8 @@ Check LimitsCheck(const Result<std::shared_ptr<limits::LimitsBackend>>& backend)
   Check c = NewCheck(kLimitsCheck);
   if (!backend.ok()) {
     c.status = Status::kFail;
-    Explained e = SplitFixes(backend.error().message);
-    c.detail = std::move(e.why);
-    c.fixes = std::move(e.fixes);
+    c.detail = backend.error().message;
+    c.fixes = backend.error().fixes;
     return c;
   }
   const limits::LimitsBackend& b = **backend;

@@ -131,7 +131,7 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
   }
   auto plan = exec::PrepareSandboxes(*config);
   if (!plan.ok()) {
-    std::cerr << "mcp-exec: " << plan.error().message << "\n";
+    std::cerr << "mcp-exec: " << ErrorText(plan.error()) << "\n";
     return kExitSetupFailed;
   }
   // --engine's choices are MCP_EXEC_ENGINE's (AddRunCommand checks them), parsed as it is.
