@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace mcpexec {
 
@@ -25,6 +26,14 @@ struct Error {
   ErrorCode code = ErrorCode::kInternal;
   int sys_errno = 0;
   std::string message;
+  // What a user can do about it, each a command or a step; a step may span lines. Kept apart
+  // from the message so that `doctor` lists them and other reports append them (ErrorText).
+  std::vector<std::string> fixes = {};
+
+  Error&& WithFixes(std::vector<std::string> steps) && {
+    fixes = std::move(steps);
+    return std::move(*this);
+  }
 
   // Prefixes the message with what the caller was doing: "mount rootfs: openat(/x): EACCES".
   Error&& WithContext(const std::string& context) && {
@@ -36,7 +45,18 @@ struct Error {
 // Builds an Error from the current errno: "<what>: <strerror name>". Call right after the
 // failing syscall, before anything else can change errno.
 Error Errno(ErrorCode code, const std::string& what);
+
+// The errno's name, "EACCES", or "errno 4095" for a number without one.
+std::string ErrnoName(int err);
+// The name and the description: "EACCES (Permission denied)". Errno's and every message's
+// spelling of an errno.
+std::string ErrnoText(int err);
 Error MakeError(ErrorCode code, std::string message);
+
+// The message with its fixes after it, for reports that are one text (logs, stderr):
+// "<message>\nFix: <step>", or "\nFix one of:" and one "  - <step>" line each, a step's further
+// lines indented under its first.
+std::string ErrorText(const Error& error);
 
 template <class T>
 class [[nodiscard]] Result {

@@ -1,12 +1,12 @@
 #include "cli/doctor_checks.h"
 
-#include <string.h>
 #include <sys/resource.h>
 
 #include <cstdio>
 #include <sstream>
 #include <string_view>
 
+#include "base/result.h"
 #include "exec/engine_choice.h"
 #include "sandbox/plan.h"
 #include "sandbox/spec.h"
@@ -54,11 +54,6 @@ bool HasWord(const std::string& text, const std::string& word) {
     if (w == word) return true;
   }
   return false;
-}
-
-std::string ErrnoText(int err) {
-  const char* name = strerrorname_np(err);
-  return std::string(name ? name : "errno " + std::to_string(err)) + " (" + strerror(err) + ")";
 }
 
 std::string SysctlSummary(const sandbox::UsernsFacts& f) {
@@ -276,9 +271,8 @@ Check LimitsCheck(const Result<std::shared_ptr<limits::LimitsBackend>>& backend)
   Check c = NewCheck(kLimitsCheck);
   if (!backend.ok()) {
     c.status = Status::kFail;
-    Explained e = SplitFixes(backend.error().message);
-    c.detail = std::move(e.why);
-    c.fixes = std::move(e.fixes);
+    c.detail = backend.error().message;
+    c.fixes = backend.error().fixes;
     return c;
   }
   const limits::LimitsBackend& b = **backend;

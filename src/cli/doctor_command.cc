@@ -108,9 +108,9 @@ Check RootfsCheckFor(const config::Config& config,
   }
   auto plan = exec::PrepareSandboxes(config, *backend);
   if (!plan.ok()) return doctor::RootfsRun(rootfs, plan.error());
-  exec::ExecRequest request;
-  request.code = doctor::kImportProgram;
-  return doctor::RootfsRun(rootfs, exec::Execute(*engine::MakeColdEngine(*plan), config, request));
+  auto request = exec::ValidateRequest(config, {doctor::kImportProgram, "", std::nullopt});
+  if (!request.ok()) return doctor::RootfsRun(rootfs, request.error());
+  return doctor::RootfsRun(rootfs, exec::Execute(*engine::MakeColdEngine(*plan), config, *request));
 }
 
 // Check 5, from a plan compiled as the rootfs check's first step is.

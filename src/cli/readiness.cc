@@ -3,14 +3,15 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string_view>
+
+#include "base/result.h"
 
 namespace mcpexec::cli {
 namespace {
 
 std::string Missing(std::string_view what, const std::string& path) {
-  return std::string(what) + " " + path + ": " + strerrorname_np(errno);
+  return std::string(what) + " " + path + ": " + ErrnoName(errno);
 }
 
 // lstat: the interpreter is usually a symlink whose target is only right inside the sandbox.

@@ -124,13 +124,14 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << request.error().message << "\n";
     return 2;
   }
-  if (auto valid = exec::ValidateRequest(*config, *request); !valid.ok()) {
+  auto valid = exec::ValidateRequest(*config, std::move(*request));
+  if (!valid.ok()) {
     std::cerr << "mcp-exec: " << valid.error().message << "\n";
     return 2;
   }
   auto plan = exec::PrepareSandboxes(*config);
   if (!plan.ok()) {
-    std::cerr << "mcp-exec: " << plan.error().message << "\n";
+    std::cerr << "mcp-exec: " << ErrorText(plan.error()) << "\n";
     return kExitSetupFailed;
   }
   // --engine's choices are MCP_EXEC_ENGINE's (AddRunCommand checks them), parsed as it is.
@@ -140,8 +141,8 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << engine.error().message << "\n";
     return kExitSetupFailed;
   }
-  auto result = options.session ? exec::ExecuteInSession(**engine, *config, *request)
-                                 : exec::Execute(**engine, *config, *request);
+  auto result = options.session ? exec::ExecuteInSession(**engine, *config, *valid)
+                                 : exec::Execute(**engine, *config, *valid);
   if (!result.ok()) {
     std::cerr << "mcp-exec: " << result.error().message << "\n";
     return kExitSetupFailed;

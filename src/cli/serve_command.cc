@@ -135,7 +135,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   }
   auto plan = exec::PrepareSandboxes(*config);
   if (!plan.ok()) {
-    log::Error("cannot prepare sandboxes", {{"error", plan.error().message}});
+    log::Error("cannot prepare sandboxes", {{"error", ErrorText(plan.error())}});
     return 1;
   }
   std::vector<exec::PassedOver> passed_over;

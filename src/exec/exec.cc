@@ -4,19 +4,6 @@
 
 namespace mcpexec::exec {
 
-Result<void> ValidateRequest(const config::Config& config, const ExecRequest& request) {
-  if (request.code.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return MakeError(ErrorCode::kInvalidArgument, "code is empty");
-  }
-  if (request.stdin_data.size() > config.max_stdin_bytes) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "stdin is " + std::to_string(request.stdin_data.size()) +
-                         " bytes, over the limit of " + std::to_string(config.max_stdin_bytes) +
-                         " (MCP_EXEC_MAX_STDIN_BYTES)");
-  }
-  return ValidateInputFiles(config, request.files);
-}
-
 sandbox::SandboxSpec SpecFromConfig(const config::Config& config) {
   sandbox::SandboxSpec spec;
   spec.rootfs = config.rootfs;
@@ -108,22 +95,24 @@ Result<std::shared_ptr<engine::Engine>> StartEngine(const config::Config& config
       passed_over != nullptr ? *passed_over : ignored);
 }
 
+sandbox::Program ProgramFor(const ValidRequest& request) {
+  return sandbox::Program{request->code, request->stdin_data, request->files};
+}
+
 Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config& config,
-                                   const ExecRequest& request, const sandbox::RunHooks& hooks) {
-  MCPEXEC_RETURN_IF_ERROR(ValidateRequest(config, request));
-  return engine.Run(sandbox::Program{request.code, request.stdin_data, request.files},
-                    LimitsFor(config, request), hooks);
+                                   const ValidRequest& request, const sandbox::RunHooks& hooks) {
+  return engine.Run(ProgramFor(request),
+                    LimitsFor(config, request.Get()), hooks);
 }
 
 Result<sandbox::RunResult> ExecuteInSession(engine::Engine& engine, const config::Config& config,
-                                            const ExecRequest& request) {
-  MCPEXEC_RETURN_IF_ERROR(ValidateRequest(config, request));
+                                            const ValidRequest& request) {
   MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, engine.TakeWarm());
   MCPEXEC_RETURN_IF_ERROR(box.StartSession());
   MCPEXEC_ASSIGN_OR_RETURN(
       sandbox::CallResult call,
-      box.Call(sandbox::Program{request.code, request.stdin_data, request.files},
-               LimitsFor(config, request), {}, SessionOptionsFor(config).grace));
+      box.Call(ProgramFor(request),
+               LimitsFor(config, request.Get()), {}, SessionOptionsFor(config).grace));
   return std::move(call.run);
 }
 

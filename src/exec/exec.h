@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/sessions.h"
+#include "exec/arguments.h"
 #include "exec/engine_choice.h"
 #include "exec/files.h"
 #include "limits/limits.h"
@@ -22,17 +23,6 @@
 #include "sandbox/spec.h"
 
 namespace mcpexec::exec {
-
-struct ExecRequest {
-  std::string code;
-  std::string stdin_data;
-  std::optional<long long> timeout_s;  // nullopt: the configured default
-  std::vector<sandbox::InputFile> files = {};  // written under /tmp before the program starts
-};
-
-// Empty code and stdin over MCP_EXEC_MAX_STDIN_BYTES are invalid input (the seed's contract),
-// and input files past their limits (ValidateInputFiles).
-Result<void> ValidateRequest(const config::Config& config, const ExecRequest& request);
 
 // The sandbox every run of this configuration gets. Host ids come from the process: the
 // caller's own when rootless, config.host_uid/gid when root.
@@ -67,15 +57,18 @@ sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& re
 // MCP_EXEC_MAX_SESSIONS, MCP_EXEC_SESSION_IDLE_S and MCP_EXEC_SESSION_MAX_AGE_S.
 engine::SessionOptions SessionOptionsFor(const config::Config& config);
 
-// Validates the request and runs it in a fresh sandbox from `engine`.
+// The program a checked request runs.
+sandbox::Program ProgramFor(const ValidRequest& request);
+
+// Runs the request in a fresh sandbox from `engine`.
 Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config& config,
-                                   const ExecRequest& request,
+                                   const ValidRequest& request,
                                    const sandbox::RunHooks& hooks = {});
 
-// Validates the request and runs it as the first call of a new session, which then ends: the
-// session's sandbox and call path, for `run --session`.
+// Runs the request as the first call of a new session, which then ends: the session's sandbox
+// and call path, for `run --session`.
 Result<sandbox::RunResult> ExecuteInSession(engine::Engine& engine, const config::Config& config,
-                                            const ExecRequest& request);
+                                            const ValidRequest& request);
 
 // {stdout, stderr, exit_code, duration_ms, truncated, timed_out} plus "signal" (e.g. "SIGKILL")
 // when the program died of one, the accounting: oom_killed, memory_peak_bytes and

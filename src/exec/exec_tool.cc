@@ -3,7 +3,6 @@
 #include <poll.h>
 
 #include <chrono>
-#include <cmath>
 #include <sstream>
 
 #include "base/utf8.h"
@@ -16,74 +15,6 @@ namespace mcpexec::exec {
 namespace {
 
 using nlohmann::json;
-
-std::string Bytes(uint64_t n) {
-  if (n % (1u << 20) == 0) return std::to_string(n >> 20) + " MiB";
-  if (n % (1u << 10) == 0) return std::to_string(n >> 10) + " KiB";
-  return std::to_string(n) + " bytes";
-}
-
-// What the exec call's `session` argument asks for.
-struct SessionArgument {
-  bool present = false;
-  bool open = false;   // "new"
-  std::string handle;  // otherwise
-};
-
-// Reads the arguments into a request; a message for the client when they are malformed.
-Result<ExecRequest> ParseArguments(const json& args, SessionArgument& session) {
-  // The server checks this too, but json::value() throws on anything but an object, and a tool
-  // must answer every input with a result.
-  if (!args.is_object()) {
-    return MakeError(ErrorCode::kInvalidArgument, "arguments must be an object");
-  }
-  ExecRequest request;
-  const json code = args.value("code", json());
-  if (!code.is_string()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     code.is_null() ? "code is required" : "code must be a string");
-  }
-  request.code = code.get<std::string>();
-  if (args.contains("stdin") && !args["stdin"].is_null()) {
-    if (!args["stdin"].is_string()) {
-      return MakeError(ErrorCode::kInvalidArgument, "stdin must be a string");
-    }
-    request.stdin_data = args["stdin"].get<std::string>();
-  }
-  if (args.contains("timeout_s") && !args["timeout_s"].is_null()) {
-    const json& t = args["timeout_s"];
-    // Integral floats (10.0) are accepted: some clients send every number as a double.
-    if (t.is_number_integer()) {
-      request.timeout_s = t.get<long long>();
-    } else if (t.is_number_float() && std::isfinite(t.get<double>()) &&
-               std::floor(t.get<double>()) == t.get<double>() && std::fabs(t.get<double>()) < 1e9) {
-      request.timeout_s = static_cast<long long>(t.get<double>());
-    } else {
-      return MakeError(ErrorCode::kInvalidArgument, "timeout_s must be a whole number of seconds");
-    }
-  }
-  if (args.contains("files") && !args["files"].is_null()) {
-    MCPEXEC_ASSIGN_OR_RETURN(request.files, ParseInputFiles(args["files"]));
-  }
-  if (args.contains("session") && !args["session"].is_null()) {
-    if (!args["session"].is_string() || args["session"].get<std::string>().empty()) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "session must be \"new\" or a handle an earlier call returned");
-    }
-    session.present = true;
-    session.handle = args["session"].get<std::string>();
-    session.open = session.handle == "new";
-  }
-  for (const auto& [key, value] : args.items()) {
-    if (key != "code" && key != "stdin" && key != "timeout_s" && key != "files" &&
-        key != "session") {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "unknown argument '" + key +
-                           "' (exec takes code, timeout_s, stdin, files, session)");
-    }
-  }
-  return request;
-}
 
 // The CallToolResult: the structured result, its text, and then the files while the whole
 // stays within MCP_EXEC_MAX_RESULT_BYTES. The room for files is measured with every file
@@ -133,31 +64,30 @@ std::string ExecTool::Describe(const config::Config& c, limits::Backend backend,
        "(no internet, no DNS, no access to the host's services) and runs as an unprivileged "
        "user with a read-only system. The working directory /tmp (also HOME) is an empty "
        "private space of "
-    << Bytes(c.workspace_bytes)
+    << ByteCount(c.workspace_bytes)
     << " that is discarded after the run: nothing persists between calls, so send everything a "
-       "program needs in one call; the files argument puts files there before it starts (up to "
-    << c.max_input_files << " files of at most " << Bytes(c.max_input_file_bytes)
-    << " each). Every file the program writes under /tmp/outputs/ (empty and writable at the "
+       "program needs in one call; the files argument puts files there before it starts ("
+    << ArgumentBound("files", c)
+    << "). Every file the program writes under /tmp/outputs/ (empty and writable at the "
        "start) comes back after the run: PNG, JPEG, GIF and WebP images as images, other files "
        "as embedded resources"
     << (figures ? "; matplotlib figures come back as images by themselves when the program "
                   "calls plt.show() or leaves them open"
                 : "")
     << " (at most "
-    << c.max_output_files << " files of up to " << Bytes(c.max_output_file_bytes)
+    << c.max_output_files << " files of up to " << ByteCount(c.max_output_file_bytes)
     << " each, while the whole result stays under " << c.max_result_bytes
     << " bytes; the files field lists every file found and why any was not returned). Limits: "
        "wall-clock timeout "
-    << c.default_timeout_s << " s by default (timeout_s, at most " << c.max_timeout_s
-    << " s); stdout and stderr together are cut at " << Bytes(c.max_output_bytes)
-    << " (then truncated is true); stdin (the stdin argument) up to "
-    << Bytes(c.max_stdin_bytes)
+    << c.default_timeout_s << " s by default (timeout_s, " << ArgumentBound("timeout_s", c)
+    << "); stdout and stderr together are cut at " << ByteCount(c.max_output_bytes)
+    << " (then truncated is true); stdin (the stdin argument) " << ArgumentBound("stdin", c)
     << ". Each run gets ";
   if (backend == limits::Backend::kRlimit) {
     d << "CPU time and process-count limits (" << c.pids_max
       << " processes) but no enforced memory limit";
   } else {
-    d << Bytes(c.memory_max) << " of memory (no swap; a program that needs more is killed and "
+    d << ByteCount(c.memory_max) << " of memory (no swap; a program that needs more is killed and "
       << "oom_killed is true), " << c.pids_max << " processes/threads and " << c.cpus
       << " CPU";
   }
@@ -187,42 +117,7 @@ json ExecTool::Definition() const {
       {"description",
        Describe(config_, engine_ ? engine_->Plan().Limits().Kind() : limits::Backend::kRlimit,
                 engine_ && engine_->Plan().CapturesFigures())},
-      {"inputSchema",
-       {{"type", "object"},
-        {"properties",
-         {{"code", {{"type", "string"}, {"description", "Python 3 source to run as main.py"}}},
-          {"timeout_s",
-           {{"type", "integer"},
-            {"description", "Wall-clock limit in seconds (default " +
-                                std::to_string(config_.default_timeout_s) + ", clamped to 1.." +
-                                std::to_string(config_.max_timeout_s) + ")"}}},
-          {"stdin", {{"type", "string"}, {"description", "Text given on standard input"}}},
-          {"session",
-           {{"type", "string"},
-            {"description",
-             "Omit for a fresh sandbox, discarded after the run. \"new\": run in a new "
-             "session, whose state stays for later calls; a handle an earlier call returned: "
-             "run in that session"}}},
-          {"files",
-           {{"type", "array"},
-            {"description",
-             "Files written under /tmp (the working directory) before the program starts"},
-            {"items",
-             {{"type", "object"},
-              {"properties",
-               {{"path",
-                 {{"type", "string"},
-                  {"description", "Relative to /tmp, e.g. data/input.csv; directories are "
-                                  "created"}}},
-                {"content", string},
-                {"encoding",
-                 {{"type", "string"},
-                  {"enum", {"utf-8", "base64"}},
-                  {"default", "utf-8"}}}}},
-              {"required", {"path", "content"}},
-              {"additionalProperties", false}}}}}}},
-        {"required", {"code"}},
-        {"additionalProperties", false}}},
+      {"inputSchema", InputSchema(config_)},
       {"outputSchema",
        {{"type", "object"},
         {"properties",
@@ -271,16 +166,14 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
                        uint64_t output_bytes = 0) {
     if (metrics_) metrics_->Record(outcome, duration, output_bytes);
   };
-  SessionArgument session;
-  auto request = ParseArguments(arguments, session);
+  auto args = ReadArguments(arguments);
+  auto request = args.ok() ? ValidateRequest(config_, std::move(args->request))
+                           : Result<ValidRequest>(args.error());
   if (!request.ok()) {
     record(Outcome::kInvalid, std::nullopt);
     return mcp::ToolError("invalid arguments: " + request.error().message);
   }
-  if (auto valid = ValidateRequest(config_, *request); !valid.ok()) {
-    record(Outcome::kInvalid, std::nullopt);
-    return mcp::ToolError("invalid arguments: " + valid.error().message);
-  }
+  const SessionArgument& session = args->session;
   if (session.present && !sessions_) {
     record(Outcome::kInvalid, std::nullopt);
     return mcp::ToolError("sessions are off on this server (MCP_EXEC_MAX_SESSIONS=0): call exec "
@@ -340,7 +233,7 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   return ToolResult(config_, *result);
 }
 
-json ExecTool::CallInSession(const std::string& handle, const ExecRequest& request,
+json ExecTool::CallInSession(const std::string& handle, const ValidRequest& request,
                              const sandbox::RunHooks& hooks, const mcp::ToolCallContext& context,
                              std::chrono::steady_clock::time_point started, json meta) {
   auto refuse = [&](Outcome outcome, const Error& error) {
@@ -359,9 +252,8 @@ json ExecTool::CallInSession(const std::string& handle, const ExecRequest& reque
     }
     name = opened->handle;
   }
-  auto call = sessions_->Call(context.caller, name,
-                              sandbox::Program{request.code, request.stdin_data, request.files},
-                              LimitsFor(config_, request), hooks);
+  auto call = sessions_->Call(context.caller, name, ProgramFor(request),
+                              LimitsFor(config_, request.Get()), hooks);
   const auto duration = std::chrono::steady_clock::now() - started;
   if (!call.ok()) {
     const ErrorCode code = call.error().code;

@@ -38,7 +38,7 @@ class ExecTool : public mcp::Tool {
 
  private:
   // A call with the `session` argument: in the session `handle`, or in a new one when empty.
-  nlohmann::json CallInSession(const std::string& handle, const ExecRequest& request,
+  nlohmann::json CallInSession(const std::string& handle, const ValidRequest& request,
                                const sandbox::RunHooks& hooks,
                                const mcp::ToolCallContext& context,
                                std::chrono::steady_clock::time_point started, nlohmann::json meta);

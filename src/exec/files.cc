@@ -104,9 +104,6 @@ Result<std::vector<sandbox::InputFile>> ParseInputFiles(const json& files) {
       return Invalid(entry, "encoding must be \"utf-8\" (the default) or \"base64\"");
     }
     sandbox::InputFile file{path.get<std::string>(), {}};
-    if (std::string problem = sandbox::WorkspacePathProblem(file.path); !problem.empty()) {
-      return Invalid(entry, problem);
-    }
     if (encoding == "base64") {
       auto bytes = Base64Decode(content.get_ref<const std::string&>());
       if (!bytes) return Invalid(entry, "content is not valid base64 (RFC 4648, with padding)");

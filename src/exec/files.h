@@ -15,7 +15,8 @@
 namespace mcpexec::exec {
 
 // Parses the `files` argument: an array of {path, content, encoding}, encoding "utf-8" (the
-// default) or "base64". Messages name the entry: `files[2] ("data/x.bin"): ...`.
+// default) or "base64". Messages name the entry: `files[2] ("data/x.bin"): ...`. The paths are
+// ValidateInputFiles's to check, as for files that came another way (`run --input`).
 Result<std::vector<sandbox::InputFile>> ParseInputFiles(const nlohmann::json& files);
 
 // The configured limits (MCP_EXEC_MAX_INPUT_FILES, MCP_EXEC_MAX_INPUT_FILE_BYTES, the workspace)

@@ -33,16 +33,15 @@ class RlimitBackend final : public LimitsBackend {
   }
 };
 
-const char* ReasonFix() {
-  return "Fix one of:\n"
-         "  - run mcp-exec in a cgroup v2 scope delegated to it:\n"
-         "      systemd-run --user --scope -p Delegate=yes mcp-exec serve ...\n"
-         "  - install the unit packaging/systemd/mcp-exec.service (or the user unit), which "
-         "has Delegate=yes\n"
-         "  - run as root on a cgroup v1 host (MCP_EXEC_LIMITS=cgroup1)\n"
-         "  - or accept degraded limits: MCP_EXEC_LIMITS=rlimit (no memory limit; cpu time, "
-         "process count and an address-space backstop only)\n"
-         "`mcp-exec doctor` checks the host.";
+// What makes limits usable, for every error of OpenBackend.
+std::vector<std::string> BackendFixes() {
+  return {"run mcp-exec in a cgroup v2 scope delegated to it:\n"
+          "  systemd-run --user --scope -p Delegate=yes mcp-exec serve ...",
+          "install the unit packaging/systemd/mcp-exec.service (or the user unit), which has "
+          "Delegate=yes",
+          "run as root on a cgroup v1 host (MCP_EXEC_LIMITS=cgroup1)",
+          "or accept degraded limits: MCP_EXEC_LIMITS=rlimit (no memory limit; cpu time, process "
+          "count and an address-space backstop only)"};
 }
 
 }  // namespace
@@ -74,13 +73,15 @@ Result<std::shared_ptr<LimitsBackend>> OpenBackend(const BackendOptions& options
       auto v2 = OpenCgroup2(options, files);
       if (v2.ok()) return v2;
       return MakeError(v2.error().code, "cgroup v2 limits (MCP_EXEC_LIMITS=cgroup2) are not "
-                                        "usable: " + v2.error().message + "\n" + ReasonFix());
+                                        "usable: " + v2.error().message)
+          .WithFixes(BackendFixes());
     }
     case LimitsMode::kCgroup1: {
       auto v1 = OpenCgroup1(options, files);
       if (v1.ok()) return v1;
       return MakeError(v1.error().code, "cgroup v1 limits (MCP_EXEC_LIMITS=cgroup1) are not "
-                                        "usable: " + v1.error().message + "\n" + ReasonFix());
+                                        "usable: " + v1.error().message)
+          .WithFixes(BackendFixes());
     }
     case LimitsMode::kAuto:
       break;
@@ -92,7 +93,8 @@ Result<std::shared_ptr<LimitsBackend>> OpenBackend(const BackendOptions& options
   return MakeError(ErrorCode::kUnavailable,
                    "no cgroup backend is usable, and mcp-exec does not run code without its "
                    "memory, pids and cpu limits:\n  - cgroup v2: " + v2.error().message +
-                       "\n  - cgroup v1: " + v1.error().message + "\n" + ReasonFix());
+                       "\n  - cgroup v1: " + v1.error().message)
+      .WithFixes(BackendFixes());
 }
 
 }  // namespace mcpexec::limits

@@ -17,11 +17,6 @@ bool IsProgressToken(const json& token) {
   return token.is_string() || token.is_number_integer() || token.is_number_unsigned();
 }
 
-// How long a client may cache the tool list or the discovery result of the stateless era. Both
-// change only when the server restarts with another configuration (the exec tool's description
-// names the limits), so a few minutes of staleness at most after such a restart.
-constexpr int kCacheTtlMs = 5 * 60 * 1000;
-
 }  // namespace
 
 json ToolError(const std::string& message) {
@@ -103,21 +98,14 @@ Handled Session::Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink>
     const bool session_revision = meta_version != nullptr && initialized_.load() &&
                                   meta_version->is_string() &&
                                   IsSupportedProtocolVersion(meta_version->get<std::string>());
-    if (request.method == "server/discover" || (meta_version != nullptr && !session_revision)) {
+    const Method* method = FindMethod(request.method, false);
+    const bool stateless_only = method == nullptr && FindMethod(request.method, true) != nullptr;
+    if (stateless_only || (meta_version != nullptr && !session_revision)) {
       return HandleStateless(request, std::move(sink));
     }
-    if (request.method == "initialize") {
-      if (!request.params.is_object()) {
-        return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
-                                        "initialize needs params with a protocolVersion"));
-      }
-      if (initialized_.load()) {
-        return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
-                                        "the session is already initialized"));
-      }
-      return reply(jsonrpc::MakeResult(request.id, Initialize(request.params)));
+    if (method != nullptr && !method->needs_session) {
+      return Run(*method, request, std::move(sink), CallEra{});
     }
-    if (request.method == "ping") return reply(jsonrpc::MakeResult(request.id, json::object()));
     if (!initialized_.load()) {
       return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
                                       "the session is not initialized: send initialize first"));
@@ -126,9 +114,7 @@ Handled Session::Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink>
       return reply(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
                                       "params must be an object"));
     }
-    if (request.method == "tools/list") return reply(jsonrpc::MakeResult(request.id, ToolsList()));
-    if (request.method == "tools/call") return CallTool(request, std::move(sink), CallEra{});
-    if (request.method == "logging/setLevel") return reply(SetLogLevel(request));
+    if (method != nullptr) return Run(*method, request, std::move(sink), CallEra{});
     return reply(jsonrpc::MakeError(request.id, jsonrpc::kMethodNotFound,
                                     "Method not found: " + request.method));
   } catch (const std::exception& e) {
@@ -136,31 +122,6 @@ Handled Session::Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink>
                                   {"request_id", request.id}, {"error", e.what()}});
     return reply(jsonrpc::MakeError(request.id, jsonrpc::kInternalError, "Internal error"));
   }
-}
-
-json Session::Initialize(const json& params) {
-  const json requested = params.value("protocolVersion", json());
-  std::string version(kLatestProtocolVersion);
-  if (requested.is_string() && IsSupportedProtocolVersion(requested.get<std::string>())) {
-    version = requested.get<std::string>();
-  }
-  {
-    std::lock_guard lock(mu_);
-    protocol_version_ = version;
-  }
-  initialized_ = true;
-  const json client = params.value("clientInfo", json::object());
-  log::Info("session initialized",
-            {{"session", id_}, {"protocol_version", version},
-             {"client", client.is_object() ? client.value("name", json("")) : json("")}});
-  json result = {
-      {"protocolVersion", version},
-      // logging: a run's output as notifications/message, once the client sets a level.
-      {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
-      {"serverInfo", {{"name", server_.Info().name}, {"version", server_.Info().version}}},
-  };
-  if (!server_.Info().instructions.empty()) result["instructions"] = server_.Info().instructions;
-  return result;
 }
 
 Handled Session::HandleStateless(const jsonrpc::Request& request,
@@ -190,12 +151,11 @@ Handled Session::HandleStateless(const jsonrpc::Request& request,
         request.id, jsonrpc::kInvalidParams,
         "params._meta needs \"" + std::string(kMetaClientCapabilities) + "\" (an object)"));
   }
-  // Past discovery, `version` is set: Handle sends nothing else here without one.
-  if (request.method == "server/discover") {
-    return reply(jsonrpc::MakeResult(request.id, Stateless(Discover())));
-  }
+  const Method* method = FindMethod(request.method, true);
   CallEra era;
   era.stateless = true;
+  if (method != nullptr && !method->needs_session) return Run(*method, request, sink, era);
+  // Past discovery, `version` is set: Handle sends nothing else here without one.
   if (const json* level = MetaField(request.params, kMetaLogLevel)) {
     era.log_level = level->is_string() ? ParseLogLevel(level->get<std::string>()) : std::nullopt;
     if (!era.log_level) {
@@ -205,56 +165,12 @@ Handled Session::HandleStateless(const jsonrpc::Request& request,
               "\" is one of debug, info, notice, warning, error, critical, alert, emergency"));
     }
   }
-  if (request.method == "tools/list") {
-    json result = ToolsList();
-    result["ttlMs"] = kCacheTtlMs;
-    result["cacheScope"] = "public";
-    return reply(jsonrpc::MakeResult(request.id, Stateless(std::move(result))));
-  }
-  if (request.method == "tools/call") return CallTool(request, std::move(sink), era);
+  if (method != nullptr) return Run(*method, request, std::move(sink), era);
   // ping, initialize and logging/setLevel among them: the stateless revision has none of them.
   return reply(jsonrpc::MakeError(
       request.id, jsonrpc::kMethodNotFound,
       "Method not found: " + request.method + " (in revision " + version->get<std::string>() +
           ")"));
-}
-
-json Session::Discover() const {
-  json result = {
-      {"supportedVersions", AllProtocolVersions()},
-      {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
-      {"ttlMs", kCacheTtlMs},
-      {"cacheScope", "public"},
-  };
-  if (!server_.Info().instructions.empty()) result["instructions"] = server_.Info().instructions;
-  return result;
-}
-
-json Session::ToolsList() const {
-  json tools = json::array();
-  for (const auto& tool : server_.Tools()) tools.push_back(tool->Definition());
-  return {{"tools", std::move(tools)}};
-}
-
-json Session::Stateless(json result) const {
-  result["resultType"] = "complete";
-  result["_meta"][std::string(kMetaServerInfo)] = {{"name", server_.Info().name},
-                                      {"version", server_.Info().version}};
-  return result;
-}
-
-json Session::SetLogLevel(const jsonrpc::Request& request) {
-  const json level = request.params.is_object() ? request.params.value("level", json()) : json();
-  const std::optional<LogLevel> parsed =
-      level.is_string() ? ParseLogLevel(level.get<std::string>()) : std::nullopt;
-  if (!parsed) {
-    return jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
-                              "logging/setLevel needs params.level: one of debug, info, notice, "
-                              "warning, error, critical, alert, emergency");
-  }
-  min_log_level_ = static_cast<int>(*parsed);
-  log::Debug("log level set", {{"session", id_}, {"level", LogLevelName(*parsed)}});
-  return jsonrpc::MakeResult(request.id, json::object());
 }
 
 bool Session::WantsLog(LogLevel level) const {
@@ -274,49 +190,68 @@ void Session::HandleNotification(const jsonrpc::Notification& note) {
   }
 }
 
-Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink,
-                          const CallEra& era) {
-  const json& params = request.params;
-  if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
-    sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
-                                  "tools/call needs params.name (a string)"),
+Handled Session::CallTool(const jsonrpc::Request& request, Sink sink, const CallEra& era) {
+  auto target = FindCallTarget(request);
+  if (auto* error = std::get_if<json>(&target)) {
+    sink->Send(*error, true);
+    return Handled::kResponding;
+  }
+  auto& [tool, arguments] = std::get<ToolTarget>(target);
+  bool duplicate = false;
+  std::shared_ptr<InFlight> flight = Admit(IdKey(request.id), duplicate);
+  if (duplicate) {
+    sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
+                                  "a request with this id is still running"),
                true);
     return Handled::kResponding;
+  }
+  if (flight == nullptr) return Handled::kNoResponse;  // closed
+  ToolCallContext context = ContextFor(request, sink, flight, era);
+  Submit(tool, std::move(arguments), std::move(context), request, std::move(sink),
+         std::move(flight), era);
+  return Handled::kResponding;
+}
+
+std::variant<Session::ToolTarget, json> Session::FindCallTarget(
+    const jsonrpc::Request& request) const {
+  const json& params = request.params;
+  if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
+    return jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
+                              "tools/call needs params.name (a string)");
   }
   const std::string name = params["name"].get<std::string>();
   Tool* tool = server_.FindTool(name);
   if (tool == nullptr) {
-    sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams, "Unknown tool: " + name),
-               true);
-    return Handled::kResponding;
+    return jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams, "Unknown tool: " + name);
   }
   json arguments = params.value("arguments", json::object());
   if (!arguments.is_object()) {
-    sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
-                                  "tools/call arguments must be an object"),
-               true);
-    return Handled::kResponding;
+    return jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
+                              "tools/call arguments must be an object");
   }
+  return ToolTarget{tool, std::move(arguments)};
+}
 
+std::shared_ptr<Session::InFlight> Session::Admit(const std::string& key, bool& duplicate) {
   auto flight = std::make_shared<InFlight>();
   flight->cancel.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!flight->cancel.Valid()) throw std::runtime_error("eventfd failed");
-  const std::string key = IdKey(request.id);
-  {
-    std::lock_guard lock(mu_);
-    if (closed_.load()) return Handled::kNoResponse;
-    if (!in_flight_.emplace(key, flight).second) {
-      sink->Send(jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
-                                    "a request with this id is still running"),
-                 true);
-      return Handled::kResponding;
-    }
+  std::lock_guard lock(mu_);
+  if (closed_.load()) return nullptr;
+  if (!in_flight_.emplace(key, flight).second) {
+    duplicate = true;
+    return nullptr;
   }
+  return flight;
+}
 
+ToolCallContext Session::ContextFor(const jsonrpc::Request& request, const Sink& sink,
+                                    const std::shared_ptr<InFlight>& flight, const CallEra& era) {
+  const json& params = request.params;
   ToolCallContext context;
   context.session_id = id_;
   context.caller = caller_;
-  context.request_id = key;
+  context.request_id = IdKey(request.id);
   context.cancel_fd = flight->cancel.Get();
   const json token = params.contains("_meta") && params["_meta"].is_object()
                          ? params["_meta"].value("progressToken", json())
@@ -342,9 +277,15 @@ Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<Messa
                    {{"level", LogLevelName(level)}, {"logger", logger}, {"data", data}}),
                false);
   };
+  return context;
+}
 
-  const jsonrpc::Id id = request.id;
-  auto task = [self, tool, arguments = std::move(arguments), context, sink, flight, key, id, era] {
+void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
+                     const jsonrpc::Request& request, Sink sink, std::shared_ptr<InFlight> flight,
+                     const CallEra& era) {
+  const std::string key = context.request_id;
+  auto task = [self = shared_from_this(), tool, arguments = std::move(arguments), context, sink,
+               flight, key, id = request.id, era] {
     json result;
     try {
       result = tool->Call(arguments, context);
@@ -359,20 +300,18 @@ Handled Session::CallTool(const jsonrpc::Request& request, std::shared_ptr<Messa
     if (era.stateless) result = self->Stateless(std::move(result));
     if (!flight->cancelled.load()) sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
   };
-  if (!server_.Pool().TrySubmit(std::move(task))) {
-    {
-      std::lock_guard lock(mu_);
-      in_flight_.erase(key);
-    }
-    log::Warn("server busy", {{"session", id_}, {"request_id", key}});
-    json busy = ToolError("the server is busy: " + std::to_string(server_.Pool().Workers()) +
-                          " runs are in progress and " +
-                          std::to_string(server_.Pool().QueueCapacity()) +
-                          " are waiting; try again shortly");
-    if (era.stateless) busy = Stateless(std::move(busy));
-    sink->Send(jsonrpc::MakeResult(request.id, std::move(busy)), true);
+  if (server_.Pool().TrySubmit(std::move(task))) return;
+  {
+    std::lock_guard lock(mu_);
+    in_flight_.erase(key);
   }
-  return Handled::kResponding;
+  log::Warn("server busy", {{"session", id_}, {"request_id", key}});
+  json busy = ToolError("the server is busy: " + std::to_string(server_.Pool().Workers()) +
+                        " runs are in progress and " +
+                        std::to_string(server_.Pool().QueueCapacity()) +
+                        " are waiting; try again shortly");
+  if (era.stateless) busy = Stateless(std::move(busy));
+  sink->Send(jsonrpc::MakeResult(request.id, std::move(busy)), true);
 }
 
 void Session::Cancel(const jsonrpc::Id& request_id) {

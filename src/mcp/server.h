@@ -12,7 +12,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -99,15 +101,58 @@ class Session : public std::enable_shared_from_this<Session> {
     std::optional<LogLevel> log_level;
   };
 
-  nlohmann::json Initialize(const nlohmann::json& params);
-  nlohmann::json SetLogLevel(const jsonrpc::Request& request);
-  Handled HandleStateless(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink);
-  nlohmann::json Discover() const;
-  nlohmann::json ToolsList() const;
+  using Sink = std::shared_ptr<MessageSink>;
+  // One row of the method table (server_methods.cc).
+  struct Method {
+    const char* name;
+    unsigned eras;  // bits: 1 the handshake era, 2 the stateless one
+    // In the handshake era: only once initialized, with params an object or absent. In the
+    // stateless era: only with a revision named in _meta, whose log level is then read.
+    bool needs_session;
+    Handled (Session::*handler)(const jsonrpc::Request&, Sink, const CallEra&);
+    const char* capability;  // announced by initialize and server/discover; nullptr for none
+  };
+
+  // Every method, in both eras.
+  static std::span<const Method> Methods();
+  // The method `name` of the era (stateless or not), or nullptr when that era has none.
+  static const Method* FindMethod(std::string_view name, bool stateless);
+  // The capabilities object initialize and server/discover announce: one entry for each
+  // capability a method of the table belongs to.
+  static nlohmann::json Capabilities();
+
+  Handled HandleStateless(const jsonrpc::Request& request, Sink sink);
+  Handled Run(const Method& method, const jsonrpc::Request& request, Sink sink,
+              const CallEra& era);
   // `result` with what every result of the stateless era carries: resultType and serverInfo.
   nlohmann::json Stateless(nlohmann::json result) const;
-  Handled CallTool(const jsonrpc::Request& request, std::shared_ptr<MessageSink> sink,
-                   const CallEra& era);
+
+  // The handlers of the method table. Each answers the request through `sink`.
+  Handled Initialize(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled Ping(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled Discover(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled ToolsList(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled SetLogLevel(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled CallTool(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+
+  // The steps of CallTool. The tool and the arguments the request names, or the error to
+  // answer with.
+  struct ToolTarget {
+    Tool* tool = nullptr;
+    nlohmann::json arguments;
+  };
+  std::variant<ToolTarget, nlohmann::json> FindCallTarget(const jsonrpc::Request& request) const;
+  // Registers the call as running under its id; nullptr when the session is closed, or when a
+  // call of that id runs already (`duplicate` is then set).
+  std::shared_ptr<InFlight> Admit(const std::string& key, bool& duplicate);
+  // What the tool is given: ids, the cancel descriptor, and the progress and log callbacks,
+  // which send nothing once the call is cancelled.
+  ToolCallContext ContextFor(const jsonrpc::Request& request, const Sink& sink,
+                             const std::shared_ptr<InFlight>& flight, const CallEra& era);
+  // Runs the call on the pool, or answers that the server is busy.
+  void Submit(Tool* tool, nlohmann::json arguments, ToolCallContext context,
+              const jsonrpc::Request& request, Sink sink, std::shared_ptr<InFlight> flight,
+              const CallEra& era);
   void HandleNotification(const jsonrpc::Notification& notification);
   void CancelAll();  // every call still running
 

@@ -1,6 +1,6 @@
 // The `exec` tool's arguments: the input is the JSON of tools/call's "arguments", given to
 // ExecTool::Call as the server would. The call's cancel descriptor is already readable, so a
-// valid request stops at "cancelled before it started", after ParseArguments and
+// valid request stops at "cancelled before it started", after ReadArguments and
 // ValidateRequest and before anything is launched; the tool has no launch plan at all.
 #include <sys/eventfd.h>
 

@@ -427,7 +427,8 @@ TEST(LimitsLibraryTest, NoCgroupIsLeftAfterManyRuns) {
     return n != nullptr ? std::atoi(n) : 100;
   }();
   for (int i = 0; i < runs; ++i) {
-    auto result = exec::Execute(*engine::MakeColdEngine(*plan), config, exec::ExecRequest{"pass", "", 10});
+    auto result = exec::Execute(*engine::MakeColdEngine(*plan), config,
+                                *exec::ValidateRequest(config, {"pass", "", 10}));
     ASSERT_TRUE(result.ok()) << result.error().message;
     ASSERT_EQ(result->exit_code, 0);
     ASSERT_EQ(result->limits_backend, limits::BackendName(backend.Kind()));

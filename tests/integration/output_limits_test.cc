@@ -271,7 +271,7 @@ TEST(OutputCancelTest, CancelEndsAGrownPipeFloodPromptly) {
   };
   auto running = std::async(std::launch::async, [&] {
     return exec::Execute(*engine::MakeColdEngine(*plan), config,
-                         exec::ExecRequest{kGrownPipeFlood, "", 20}, hooks);
+                         *exec::ValidateRequest(config, {kGrownPipeFlood, "", 20}), hooks);
   });
   if (running.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
     // Unstick the supervisor (the flood ends with the sandbox) so that the test fails, not hangs.

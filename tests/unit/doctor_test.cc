@@ -16,17 +16,17 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 // The shape of limits::OpenBackend's error when no backend is usable (src/limits/limits.cc).
-constexpr const char* kNoBackendError =
-    "no cgroup backend is usable, and mcp-exec does not run code without its memory, pids and "
-    "cpu limits:\n"
-    "  - cgroup v2: the memory, pids, cpu controller(s) are not available\n"
-    "  - cgroup v1: cgroup v1 hierarchies cannot be delegated safely\n"
-    "Fix one of:\n"
-    "  - run mcp-exec in a cgroup v2 scope delegated to it:\n"
-    "      systemd-run --user --scope -p Delegate=yes mcp-exec serve ...\n"
-    "  - install the unit packaging/systemd/mcp-exec.service\n"
-    "  - or accept degraded limits: MCP_EXEC_LIMITS=rlimit (no memory limit)\n"
-    "`mcp-exec doctor` checks the host.";
+Error NoBackendError() {
+  return MakeError(ErrorCode::kUnavailable,
+                   "no cgroup backend is usable, and mcp-exec does not run code without its "
+                   "memory, pids and cpu limits:\n"
+                   "  - cgroup v2: the memory, pids, cpu controller(s) are not available\n"
+                   "  - cgroup v1: cgroup v1 hierarchies cannot be delegated safely")
+      .WithFixes({"run mcp-exec in a cgroup v2 scope delegated to it:\n"
+                  "  systemd-run --user --scope -p Delegate=yes mcp-exec serve ...",
+                  "install the unit packaging/systemd/mcp-exec.service",
+                  "or accept degraded limits: MCP_EXEC_LIMITS=rlimit (no memory limit)"});
+}
 
 // A cgroup backend as OpenBackend returns one, without touching cgroups.
 class FakeCgroupBackend final : public limits::LimitsBackend {
@@ -91,18 +91,12 @@ TEST(DoctorSplitFixes, InlineFix) {
   EXPECT_THAT(e.fixes, ElementsAre("sysctl -w x=1 (and keep it)"));
 }
 
-TEST(DoctorSplitFixes, FixOneOfListWithContinuationsAndNoDoctorPointer) {
-  Explained e = SplitFixes(kNoBackendError);
-  EXPECT_EQ(e.why,
-            "no cgroup backend is usable, and mcp-exec does not run code without its memory, "
-            "pids and cpu limits:\n"
-            "  - cgroup v2: the memory, pids, cpu controller(s) are not available\n"
-            "  - cgroup v1: cgroup v1 hierarchies cannot be delegated safely");
-  EXPECT_THAT(e.fixes,
-              ElementsAre("run mcp-exec in a cgroup v2 scope delegated to it:\n"
-                          "  systemd-run --user --scope -p Delegate=yes mcp-exec serve ...",
-                          "install the unit packaging/systemd/mcp-exec.service",
-                          "or accept degraded limits: MCP_EXEC_LIMITS=rlimit (no memory limit)"));
+TEST(DoctorSplitFixes, ErrorTextReadsBackAsTheError) {
+  // ErrorText's form of an error reads back as the error.
+  const Error error = NoBackendError();
+  Explained e = SplitFixes(ErrorText(error));
+  EXPECT_EQ(e.why, error.message);
+  EXPECT_EQ(e.fixes, error.fixes);
 }
 
 TEST(DoctorSplitFixes, NoFixIsAllReason) {
@@ -220,7 +214,7 @@ TEST(DoctorLimits, RlimitBackendWarnsThatThereIsNoMemoryLimit) {
 
 TEST(DoctorLimits, NoBackendFailsWithTheBackendsFixes) {
   Result<std::shared_ptr<limits::LimitsBackend>> backend =
-      MakeError(ErrorCode::kUnavailable, kNoBackendError);
+      NoBackendError();
   Check c = LimitsCheck(backend);
   EXPECT_EQ(c.status, Status::kFail);
   EXPECT_THAT(c.detail, StartsWith("no cgroup backend is usable"));

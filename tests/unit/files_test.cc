@@ -78,20 +78,6 @@ TEST(ParseInputFiles, MessagesNameTheEntry) {
   }
 }
 
-TEST(ParseInputFiles, BadPathsAreNamedWithTheirProblem) {
-  const json ok = {{"path", "ok.txt"}, {"content", ""}};
-  EXPECT_THAT(ParseError({ok, ok, {{"path", "../x"}, {"content", ""}}}),
-              HasSubstr("files[2] (\"../x\"): the path has a \".\" or \"..\" component"));
-  EXPECT_THAT(ParseError({{{"path", "/etc/passwd"}, {"content", ""}}}),
-              HasSubstr("files[0] (\"/etc/passwd\"): the path is absolute"));
-  EXPECT_THAT(ParseError({{{"path", "main.py"}, {"content", ""}}}),
-              HasSubstr("files[0] (\"main.py\"): main.py is the program itself"));
-  EXPECT_THAT(ParseError({{{"path", ""}, {"content", ""}}}),
-              HasSubstr("files[0] (\"\"): the path is empty"));
-  // The path is quoted as JSON, so a newline in it does not break the message.
-  EXPECT_THAT(ParseError({{{"path", "a\nb"}, {"content", ""}}}),
-              HasSubstr("files[0] (\"a\\nb\"): the path holds a NUL or control character"));
-}
 
 TEST(ParseInputFiles, InvalidBase64IsRefused) {
   for (const char* content : {"Zm9v Zg==", "Zg=", "Zh==", "Zg==Zg==", "Zm9v\n", "%%%%"}) {
@@ -144,7 +130,13 @@ TEST(ValidateInputFiles, MessagesNameTheEntryAndTheVariable) {
               HasSubstr("input file \"d\" is also a directory of \"d/x\""));
   EXPECT_THAT(ValidateError(c, {{"d", ""}, {"d/e/f", ""}}),
               HasSubstr("input file \"d\" is also a directory of \"d/e/f\""));
-  // Paths from `run --input`, which ParseInputFiles never saw.
+  // Paths are checked here only, whether they came in the argument or from `run --input`.
+  EXPECT_THAT(ValidateError(c, {{"main.py", ""}}),
+              HasSubstr("files[0] (\"main.py\"): main.py is the program itself"));
+  EXPECT_THAT(ValidateError(c, {{"", ""}}), HasSubstr("files[0] (\"\"): the path is empty"));
+  // The path is quoted as JSON, so a newline in it does not break the message.
+  EXPECT_THAT(ValidateError(c, {{"a\nb", ""}}),
+              HasSubstr("files[0] (\"a\\nb\"): the path holds a NUL or control character"));
   EXPECT_THAT(ValidateError(c, {{"ok", ""}, {"../escape", ""}}),
               HasSubstr("files[1] (\"../escape\"): the path has a \".\" or \"..\" component"));
   EXPECT_THAT(ValidateError(c, {{"/etc/cron.d/x", ""}}),
