@@ -331,7 +331,7 @@ Check SeccompCheck(const SeccompKernel& kernel, const std::string& profile,
     c.detail =
         "the kernel does not list its seccomp filter actions "
         "(/proc/sys/kernel/seccomp/actions_avail is missing: Linux older than 4.14)";
-    c.fixes = {"upgrade the kernel: mcp-exec needs Linux 5.5 or newer", unconfined_fix};
+    c.fixes = {"upgrade the kernel: mcp-exec needs Linux 5.9 or newer", unconfined_fix};
     return c;
   }
   std::vector<std::string> missing;
@@ -341,7 +341,7 @@ Check SeccompCheck(const SeccompKernel& kernel, const std::string& profile,
   if (!missing.empty()) {
     c.detail = "the kernel's seccomp filters lack the action(s) " + Join(missing, ", ") +
                " (actions_avail: " + *kernel.actions_avail + ")";
-    c.fixes = {"upgrade the kernel: mcp-exec needs Linux 5.5 or newer", unconfined_fix};
+    c.fixes = {"upgrade the kernel: mcp-exec needs Linux 5.9 or newer", unconfined_fix};
     return c;
   }
   const std::string what = profile == sandbox::kSeccompDefault

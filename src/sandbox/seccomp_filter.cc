@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -63,11 +62,6 @@ std::string Hex(uint64_t v) {
   char buf[24];
   snprintf(buf, sizeof buf, "0x%" PRIx64, v);
   return buf;
-}
-
-std::string ErrnoName(int e) {
-  const char* name = strerrorname_np(e);
-  return name != nullptr ? name : std::to_string(e);
 }
 
 // A profile action with its errno resolved, as libseccomp encodes it.
@@ -305,7 +299,7 @@ class Builder {
     if (rc != 0) {
       return MakeError(ErrorCode::kInvalidArgument,
                        entry.where + ": libseccomp rejected the " + action.Text() + " rule for \"" +
-                           name + "\"" + text + ": " + ErrnoName(-rc) + " (" + strerror(-rc) + ")");
+                           name + "\"" + text + ": " + ErrnoText(-rc));
     }
     added_[nr].push_back(AddedRule{action.Encoded(), unconditional, entry.where, action.Text()});
     out_.description += name + ": " + action.Text() + text + "\n";

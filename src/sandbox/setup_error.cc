@@ -1,6 +1,5 @@
 #include "sandbox/setup_error.h"
 
-#include <string.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,11 +13,6 @@ std::optional<long> ReadSysctl(const char* path) {
   auto text = ReadFile(path);
   if (!text.ok()) return std::nullopt;
   return std::strtol(text->c_str(), nullptr, 10);
-}
-
-std::string ErrnoText(int err) {
-  const char* name = strerrorname_np(err);
-  return std::string(name ? name : "errno " + std::to_string(err)) + " (" + strerror(err) + ")";
 }
 
 const char* FixedStepName(ChildStep step) {
@@ -88,7 +82,7 @@ Error CloneError(int err, const UsernsFacts& facts) {
   if (err == ENOSYS) {
     return Error{ErrorCode::kUnavailable, err,
                  "cannot create the sandbox: clone3(2) is not supported; mcp-exec needs "
-                 "Linux 5.5 or newer"};
+                 "Linux 5.9 or newer"};
   }
   if (err == EAGAIN || err == ENOMEM) {
     return Error{ErrorCode::kResourceExhausted, err,

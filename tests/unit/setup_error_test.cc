@@ -33,7 +33,7 @@ TEST(CloneError, ExplainsUserNamespaceFailures) {
   EXPECT_EQ(e.code, ErrorCode::kUnavailable);
   EXPECT_THAT(e.message, HasSubstr("ENOSPC"));
   EXPECT_THAT(e.message, HasSubstr("user.max_user_namespaces"));
-  EXPECT_THAT(CloneError(ENOSYS, f).message, HasSubstr("Linux 5.5"));
+  EXPECT_THAT(CloneError(ENOSYS, f).message, HasSubstr("Linux 5.9"));
   EXPECT_EQ(CloneError(EAGAIN, f).code, ErrorCode::kResourceExhausted);
 }
 
