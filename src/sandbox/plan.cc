@@ -321,7 +321,10 @@ std::vector<std::string> ProgramEnv(const SandboxSpec& spec, bool captures_figur
   return env;
 }
 
-const char* KindName(MountOpKind kind) {
+
+}  // namespace
+
+const char* MountOpKindName(MountOpKind kind) {
   switch (kind) {
     case MountOpKind::kMount: return "mount";
     case MountOpKind::kMkdir: return "mkdir";
@@ -332,8 +335,6 @@ const char* KindName(MountOpKind kind) {
   }
   return "?";
 }
-
-}  // namespace
 
 LaunchPlan::~LaunchPlan() {
   if (empty_caps_ != nullptr) cap_free(empty_caps_);
@@ -394,7 +395,7 @@ std::string LaunchPlan::Describe() const {
       << "setgroups " << (spec_.privileged_id_mapping ? "allow, cleared by the child" : "deny")
       << "\n";
   for (const MountOp& op : mounts_) {
-    out << KindName(op.kind) << (op.optional ? "?" : "") << " " << op.what << ": "
+    out << MountOpKindName(op.kind) << (op.optional ? "?" : "") << " " << op.what << ": "
         << (op.source.empty() ? "-" : op.source) << " -> " << op.target;
     if (!op.fstype.empty()) out << " type " << op.fstype;
     if (op.flags != 0) out << " flags 0x" << std::hex << op.flags << std::dec;

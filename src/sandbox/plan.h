@@ -79,6 +79,10 @@ class LaunchPlan {
   PlanView view_{};
 };
 
+// A mount step's word ("mount", "pivot_root" ...), as Describe() and the zygote's agent spell it:
+// a new kind fails the build here (-Wswitch) rather than reach either unnamed.
+const char* MountOpKindName(MountOpKind kind);
+
 // Validates the spec against the host (the rootfs exists and has its mount points and
 // interpreter) and prepares the plan, whose sandboxes run under `limits` (required: running
 // without limits is never a default). Errors name the problem and the fix.

@@ -528,20 +528,6 @@ std::string ModuleList(const std::vector<std::string>& preload) {
   return "[" + modules + "]";
 }
 
-// The agent's name for a mount step: a new kind fails the build here (-Wswitch) rather than
-// reach the agent unknown.
-const char* KindWord(MountOpKind kind) {
-  switch (kind) {
-    case MountOpKind::kMount: return "mount";
-    case MountOpKind::kMkdir: return "mkdir";
-    case MountOpKind::kTouch: return "touch";
-    case MountOpKind::kSymlink: return "symlink";
-    case MountOpKind::kCopyFile: return "copy";
-    case MountOpKind::kPivotRoot: return "pivot_root";
-  }
-  return "?";
-}
-
 // ChildReport (plan_view.h) as a Python struct format: its members in order, native sizes, no
 // alignment ("="), the padding the compiler put between them written out.
 std::string ReportFormat() {
@@ -594,7 +580,7 @@ std::string ZygoteSetupLiteral(const ZygoteRunSetup& setup) {
                                    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
   std::string mounts;
   for (const MountOp& op : setup.mounts) {
-    mounts += "(\"" + std::string(KindWord(op.kind)) + "\", " +
+    mounts += "(\"" + std::string(MountOpKindName(op.kind)) + "\", " +
               PythonBytes(op.source, true) + ", " + PythonBytes(op.target) + ", " +
               PythonBytes(op.fstype, true) + ", " + std::to_string(op.flags) + ", " +
               PythonBytes(op.data, true) + ", " + std::to_string(op.mode) + ", " +

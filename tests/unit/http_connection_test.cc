@@ -1,6 +1,7 @@
 // The request loop of one connection (ServeConnection) over a socketpair, with a scripted
 // handler: keep-alive, pipelining, bodies, 100-continue, streams, limits and timeouts.
 #include "http/connection.h"
+#include "loopback.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -513,16 +514,7 @@ TEST(WaitForMessages, ReadyTimeoutStopAndHangUp) {
   EXPECT_EQ(WaitForMessages(queue.Get(), -1, stop.Get(), 10ms), WaitResult::kStopped);
 }
 
-// A TCP client for ConnectionServer tests: connects to 127.0.0.1:port.
-UniqueFd Connect(int port) {
-  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd.Get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
-  return fd;
-}
+using ::mcpexec::test::Connect;
 
 // Everything the peer sends until it closes (or 5 s pass).
 std::string ReadAll(int fd) {

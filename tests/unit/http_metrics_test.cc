@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/unique_fd.h"
+#include "loopback.h"
 #include "mcp/server.h"
 #include "mcp/transport/http_server.h"
 #include "mcp/worker_pool.h"
@@ -24,16 +25,7 @@ struct Reply {
   std::string body;
 };
 
-// A connection to the server on 127.0.0.1:port.
-UniqueFd Connect(int port) {
-  UniqueFd sock(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(sock.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  return sock;
-}
+using ::mcpexec::test::Connect;
 
 // One request on a new connection, read to the server's close.
 Reply Get(int port, const std::string& method_and_path, const std::string& headers = "") {

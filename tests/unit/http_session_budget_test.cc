@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "loopback.h"
 #include "mcp/server.h"
 #include "mcp/tool.h"
 #include "mcp/transport/http_server.h"
@@ -52,15 +53,7 @@ class HoldingTool : public Tool {
   std::atomic<bool> released{false};
 };
 
-UniqueFd Connect(int port) {
-  UniqueFd sock(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(sock.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  return sock;
-}
+using ::mcpexec::test::Connect;
 
 // Sends one POST /mcp on a new connection and returns the connection without reading.
 UniqueFd Send(int port, const json& body, const std::string& session) {
