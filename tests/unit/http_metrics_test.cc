@@ -19,13 +19,8 @@
 namespace mcpexec::mcp {
 namespace {
 
-struct Reply {
-  int status = 0;
-  std::string head;
-  std::string body;
-};
-
 using ::mcpexec::test::Connect;
+using ::mcpexec::test::Reply;
 
 // One request on a new connection, read to the server's close.
 Reply Get(int port, const std::string& method_and_path, const std::string& headers = "") {
@@ -34,16 +29,7 @@ Reply Get(int port, const std::string& method_and_path, const std::string& heade
                               "Connection: close\r\n\r\n";
   EXPECT_EQ(write(sock.Get(), request.data(), request.size()),
             static_cast<ssize_t>(request.size()));
-  std::string in;
-  char buf[4096];
-  for (ssize_t n; (n = read(sock.Get(), buf, sizeof buf)) > 0;) in.append(buf, n);
-  Reply reply;
-  const size_t end = in.find("\r\n\r\n");
-  if (in.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return reply;
-  reply.status = std::stoi(in.substr(9, 3));
-  reply.head = in.substr(0, end);
-  reply.body = in.substr(end + 4);
-  return reply;
+  return ::mcpexec::test::ReadReply(sock);
 }
 
 constexpr char kAuth[] = "X-MCP-AUTH: s3cret\r\n";

@@ -71,29 +71,8 @@ UniqueFd Send(int port, const json& body, const std::string& session) {
   return sock;
 }
 
-struct Reply {
-  int status = 0;
-  std::string head;
-  std::string body;
-};
-
-Reply Read(const UniqueFd& sock) {
-  std::string in;
-  char buf[4096];
-  pollfd p{sock.Get(), POLLIN, 0};
-  while (poll(&p, 1, 10000) > 0) {
-    const ssize_t n = read(sock.Get(), buf, sizeof buf);
-    if (n <= 0) break;
-    in.append(buf, static_cast<size_t>(n));
-  }
-  Reply reply;
-  const size_t end = in.find("\r\n\r\n");
-  if (in.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return reply;
-  reply.status = std::stoi(in.substr(9, 3));
-  reply.head = in.substr(0, end);
-  reply.body = in.substr(end + 4);
-  return reply;
-}
+using ::mcpexec::test::Reply;
+Reply Read(const UniqueFd& sock) { return ::mcpexec::test::ReadReply(sock); }
 
 json Call(int id) {
   return {{"jsonrpc", "2.0"},
