@@ -32,7 +32,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeOptions& options) {
 
 Result<Exposure> CheckExposure(const config::Config& config) {
   if (config.transport == config::Transport::kStdio) return Exposure::kStdio;
-  auto address = mcp::http::ParseListenAddress(config.addr);
+  auto address = mcp::transport::ParseListenAddress(config.addr);
   if (!address.ok()) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "MCP_EXEC_ADDR: " + std::move(address).error().message);
@@ -74,7 +74,7 @@ sigset_t StopSignals() {
 // and /readyz judged from the engine.
 int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& config,
               const ServeMetricsSources& sources) {
-  auto address = mcp::http::ParseListenAddress(config.addr);
+  auto address = mcp::transport::ParseListenAddress(config.addr);
   if (!address.ok()) {
     log::Error("invalid configuration", {{"error", address.error().message}});
     return 1;

@@ -73,7 +73,7 @@ void HttpBody(std::string_view body) {
 // in the base64 sentinel form for inputs of odd length), checked against it, then a session of
 // its own. The whole input also goes through the sentinel decoder as a header value.
 void StatelessBody(std::string_view body) {
-  (void)mcp::http::DecodeHeaderValue(body);
+  (void)mcp::transport::DecodeHeaderValue(body);
   jsonrpc::Incoming incoming = jsonrpc::Parse(body);
   if (const auto* request = std::get_if<jsonrpc::Request>(&incoming)) {
     std::string name = request->params.is_object() && request->params.contains("name") &&
@@ -81,7 +81,7 @@ void StatelessBody(std::string_view body) {
                            ? request->params["name"].get<std::string>()
                            : std::string();
     if (body.size() % 2) name = "=?base64?" + Base64Encode(name) + "?=";
-    (void)mcp::http::MetadataMismatch({"2026-07-28", request->method, name}, *request);
+    (void)mcp::transport::MetadataMismatch({"2026-07-28", request->method, name}, *request);
   }
   auto session = TheServer().NewSession("");
   session->Handle(std::move(incoming), std::make_shared<NullSink>());

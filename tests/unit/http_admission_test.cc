@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 namespace {
 
 Request Req(const std::string& head_text) {
@@ -125,4 +125,4 @@ TEST_F(AdmitTest, NoTokenConfiguredAdmitsWithout) {
 }
 
 }  // namespace
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 namespace {
 
 // ---- ParseListenAddress
@@ -243,4 +243,4 @@ TEST(NewSessionId, ThirtyTwoHexDigitsAndFresh) {
 }
 
 }  // namespace
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

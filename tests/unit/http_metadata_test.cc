@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 namespace {
 
 using nlohmann::json;
@@ -167,4 +167,4 @@ TEST(StatelessReplyStatus, ErrorCodesTheRevisionGivesAStatus) {
 }
 
 }  // namespace
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

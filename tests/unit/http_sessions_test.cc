@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 namespace {
 
 using namespace std::chrono_literals;
@@ -142,4 +142,4 @@ TEST_F(SessionTableTest, CloseAllEmptiesTheTable) {
 }
 
 }  // namespace
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

@@ -5,7 +5,7 @@
 
 #include "mcp/transport/sse_stream.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 namespace {
 
 using nlohmann::json;
@@ -216,4 +216,4 @@ TEST(QueueSink, InvalidUtf8IsReplacedNotThrown) {
 }
 
 }  // namespace
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

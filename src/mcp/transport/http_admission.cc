@@ -7,7 +7,7 @@
 #include "log/log.h"
 #include "mcp/transport/http_checks.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 namespace {
 
 using nlohmann::json;
@@ -149,4 +149,4 @@ Admission Admit(const AdmissionPolicy& policy, const Request& req, Response& res
   return Admission::kAdmitted;
 }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

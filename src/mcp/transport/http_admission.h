@@ -11,7 +11,7 @@
 
 #include "http/connection.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 
 // MCP's HTTP transports are written in the generic server's terms (Request, Response,
 // Admission, ...), which live a layer below, in src/http.
@@ -46,4 +46,4 @@ void SendRpcError(Response& res, int status, int code, const std::string& messag
 // Closes the connection after this response (for a request whose body was not read).
 void CloseConnection(Response& res);
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

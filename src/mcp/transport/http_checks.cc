@@ -8,7 +8,7 @@
 
 #include "base/random.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 namespace {
 
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
@@ -285,4 +285,4 @@ bool OriginAllowed(std::string_view origin, const std::vector<std::string>& extr
 
 Result<std::string> NewSessionId() { return RandomHex(16); }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

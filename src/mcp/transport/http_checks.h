@@ -9,7 +9,7 @@
 
 #include "base/result.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 
 // Where the server listens, from an MCP_EXEC_ADDR value.
 struct ListenAddress {
@@ -62,4 +62,4 @@ bool OriginAllowed(std::string_view origin, const std::vector<std::string>& extr
 // Streamable HTTP requires. kUnavailable if the kernel has no entropy to give.
 Result<std::string> NewSessionId();
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

@@ -5,7 +5,7 @@
 #include "base/base64.h"
 #include "mcp/protocol.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 namespace {
 
 using nlohmann::json;
@@ -112,4 +112,4 @@ int StatelessReplyStatus(std::string_view serialized_response) {
   }
 }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

@@ -11,7 +11,7 @@
 
 #include "jsonrpc/message.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 
 // The headers of one POST that mirror its body; nullopt for an absent header.
 struct MetadataHeaders {
@@ -44,4 +44,4 @@ std::optional<std::string> MetadataMismatch(const MetadataHeaders& headers,
 // revision, a header mismatch or a missing client capability, 200 otherwise.
 int StatelessReplyStatus(std::string_view serialized_response);
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

@@ -31,12 +31,12 @@ using http::Request;
 using http::Response;
 using nlohmann::json;
 
-using http::CloseConnection;
-using http::Header;
-using http::kSessionNotFound;
-using http::kTransportError;
-using http::SendJson;
-using http::SendRpcError;
+using transport::CloseConnection;
+using transport::Header;
+using transport::kSessionNotFound;
+using transport::kTransportError;
+using transport::SendJson;
+using transport::SendRpcError;
 
 constexpr char kSessionHeader[] = "Mcp-Session-Id";
 constexpr char kVersionHeader[] = "MCP-Protocol-Version";
@@ -96,7 +96,7 @@ class HttpServer::Impl final : public http::Handler {
   int Port() const { return port_.load(); }
 
  private:
-  using Kind = http::SessionTable::Kind;
+  using Kind = transport::SessionTable::Kind;
 
   // http::Handler
   http::Admission Admit(const Request& req, Response& res) override;
@@ -120,31 +120,31 @@ class HttpServer::Impl final : public http::Handler {
                             const jsonrpc::Id& id = jsonrpc::Id(nullptr));
   std::shared_ptr<Session> SessionFromHeader(const Request& req, Response& res);
   // The queue a request's reply collects in, or nullptr after answering 503.
-  std::shared_ptr<http::MessageQueue> NewReplyQueue(Response& res);
-  static std::shared_ptr<MessageSink> ReplySink(const std::shared_ptr<http::MessageQueue>& queue,
-                                                http::ResponseMode mode);
+  std::shared_ptr<transport::MessageQueue> NewReplyQueue(Response& res);
+  static std::shared_ptr<MessageSink> ReplySink(const std::shared_ptr<transport::MessageQueue>& queue,
+                                                transport::ResponseMode mode);
   // Sends what `queue` collects for request `id` as JSON or as an event stream, as `mode` says.
-  void Reply(const Request& req, Response& res, http::ResponseMode mode,
-             std::shared_ptr<Session> session, std::shared_ptr<http::MessageQueue> queue,
+  void Reply(const Request& req, Response& res, transport::ResponseMode mode,
+             std::shared_ptr<Session> session, std::shared_ptr<transport::MessageQueue> queue,
              const jsonrpc::Id& id);
-  void ReplyJson(int sock, Response& res, Session& session, http::MessageQueue& queue,
+  void ReplyJson(int sock, Response& res, Session& session, transport::MessageQueue& queue,
                  const jsonrpc::Id& id);
   void ReplyStream(int sock, Response& res, std::shared_ptr<Session> session,
-                   std::shared_ptr<http::MessageQueue> queue, jsonrpc::Id id);
-  bool Pump(int sock, http::MessageQueue& queue, http::StreamSink& out, bool* finished);
+                   std::shared_ptr<transport::MessageQueue> queue, jsonrpc::Id id);
+  bool Pump(int sock, transport::MessageQueue& queue, http::StreamSink& out, bool* finished);
 
   void RemoveSession(const std::string& id, std::string_view why);
   std::optional<std::string> NewSessionId(Response& res);
 
   Server& server_;
   const HttpServerOptions options_;
-  const http::AdmissionPolicy admission_;
+  const transport::AdmissionPolicy admission_;
   UniqueFd stop_fd_;
   std::unique_ptr<http::ConnectionServer> svr_;
   std::atomic<int> port_{0};
   std::mutex stop_mu_;
   bool stopped_ = false;
-  http::SessionTable sessions_;
+  transport::SessionTable sessions_;
   metrics::LabeledCounter responses_{"code"};
   ::mcpexec::http::PeerTable streams_;  // legacy SSE event streams open, per client address
   log::Throttle session_busy_log_;       // clients at a budget can cause these at will
@@ -193,7 +193,7 @@ Result<int> HttpServer::Impl::Start() {
   }
   port_ = *port;
 
-  http::ListenAddress bound = options_.listen;
+  transport::ListenAddress bound = options_.listen;
   bound.port = *port;
   log::Info("http server listening", {{"address", bound.ToString()},
                                       {"endpoints", {"/mcp", "/sse", "/healthz", "/readyz",
@@ -220,7 +220,7 @@ void HttpServer::Impl::Stop() {
 }
 
 http::Admission HttpServer::Impl::Admit(const Request& req, Response& res) {
-  return http::Admit(admission_, req, res);
+  return transport::Admit(admission_, req, res);
 }
 
 void HttpServer::Impl::Handle(Request& req, Response& res) {
@@ -345,9 +345,9 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   const auto* request = std::get_if<jsonrpc::Request>(&incoming);
   const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
   const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
-  const http::ResponseMode mode =
-      http::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
-  if (request && mode == http::ResponseMode::kNotAcceptable) {
+  const transport::ResponseMode mode =
+      transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
+  if (request && mode == transport::ResponseMode::kNotAcceptable) {
     SendRpcError(res, 406, kTransportError,
                  "Not Acceptable: Accept must allow application/json or text/event-stream");
     return;
@@ -355,7 +355,7 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   // A body that names a revision the header does not: the server core would take it for a
   // stateless request, while a proxy routes it by the header.
   if (request) {
-    if (auto why = http::VersionMismatch(Header(req, kVersionHeader), *request, false)) {
+    if (auto why = transport::VersionMismatch(Header(req, kVersionHeader), *request, false)) {
       SendJson(res, 400,
                jsonrpc::MakeError(request->id, kHeaderMismatch, "Header mismatch: " + *why));
       return;
@@ -390,7 +390,7 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
     }
   }
 
-  std::shared_ptr<http::MessageQueue> queue = NewReplyQueue(res);
+  std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
   // Counted before the request runs, so that a session at its budget starts nothing more.
   if (new_id.empty() && !sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue,
@@ -460,21 +460,21 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
                                     std::string(*Header(req, kVersionHeader))));
     return;
   }
-  const http::MetadataHeaders headers{Header(req, kVersionHeader), Header(req, "Mcp-Method"),
+  const transport::MetadataHeaders headers{Header(req, kVersionHeader), Header(req, "Mcp-Method"),
                                       Header(req, "Mcp-Name")};
-  if (auto why = http::MetadataMismatch(headers, *request)) {
+  if (auto why = transport::MetadataMismatch(headers, *request)) {
     SendJson(res, 400,
              jsonrpc::MakeError(request->id, kHeaderMismatch, "Header mismatch: " + *why));
     return;
   }
-  const http::ResponseMode mode =
-      http::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
-  if (mode == http::ResponseMode::kNotAcceptable) {
+  const transport::ResponseMode mode =
+      transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
+  if (mode == transport::ResponseMode::kNotAcceptable) {
     SendRpcError(res, 406, kTransportError,
                  "Not Acceptable: Accept must allow application/json or text/event-stream");
     return;
   }
-  std::shared_ptr<http::MessageQueue> queue = NewReplyQueue(res);
+  std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
   const jsonrpc::Id id = request->id;
   // Stateless requests have no protocol session: what they share is the credential, which is
@@ -486,7 +486,7 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
   // byte, could not.
   int status = 200;
   std::optional<std::string> error = queue->TakeLoneFinal([&status](std::string_view reply) {
-    status = http::StatelessReplyStatus(reply);
+    status = transport::StatelessReplyStatus(reply);
     return status != 200;
   });
   if (error) {
@@ -497,8 +497,8 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
   Reply(req, res, mode, std::move(session), std::move(queue), id);
 }
 
-std::shared_ptr<http::MessageQueue> HttpServer::Impl::NewReplyQueue(Response& res) {
-  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes);
+std::shared_ptr<transport::MessageQueue> HttpServer::Impl::NewReplyQueue(Response& res) {
+  auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes);
   if (queue.ok()) return *queue;
   log::Error("cannot answer a request", {{"error", queue.error().message}});
   SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
@@ -506,16 +506,16 @@ std::shared_ptr<http::MessageQueue> HttpServer::Impl::NewReplyQueue(Response& re
 }
 
 std::shared_ptr<MessageSink> HttpServer::Impl::ReplySink(
-    const std::shared_ptr<http::MessageQueue>& queue, http::ResponseMode mode) {
-  return std::make_shared<http::QueueSink>(queue, mode == http::ResponseMode::kJson
-                                                      ? http::SinkMode::kRequestJson
-                                                      : http::SinkMode::kRequestStream);
+    const std::shared_ptr<transport::MessageQueue>& queue, transport::ResponseMode mode) {
+  return std::make_shared<transport::QueueSink>(queue, mode == transport::ResponseMode::kJson
+                                                      ? transport::SinkMode::kRequestJson
+                                                      : transport::SinkMode::kRequestStream);
 }
 
-void HttpServer::Impl::Reply(const Request& req, Response& res, http::ResponseMode mode,
+void HttpServer::Impl::Reply(const Request& req, Response& res, transport::ResponseMode mode,
                              std::shared_ptr<Session> session,
-                             std::shared_ptr<http::MessageQueue> queue, const jsonrpc::Id& id) {
-  if (mode == http::ResponseMode::kJson) {
+                             std::shared_ptr<transport::MessageQueue> queue, const jsonrpc::Id& id) {
+  if (mode == transport::ResponseMode::kJson) {
     ReplyJson(req.socket, res, *session, *queue, id);
   } else {
     ReplyStream(req.socket, res, std::move(session), std::move(queue), id);
@@ -523,7 +523,7 @@ void HttpServer::Impl::Reply(const Request& req, Response& res, http::ResponseMo
 }
 
 void HttpServer::Impl::ReplyJson(int sock, Response& res, Session& session,
-                                 http::MessageQueue& queue, const jsonrpc::Id& id) {
+                                 transport::MessageQueue& queue, const jsonrpc::Id& id) {
   while (true) {
     switch (http::WaitForMessages(queue.WaitFd(), sock, stop_fd_.Get(), options_.sse_keep_alive)) {
       case http::WaitResult::kTimeout:
@@ -541,7 +541,7 @@ void HttpServer::Impl::ReplyJson(int sock, Response& res, Session& session,
       case http::WaitResult::kReady:
         break;
     }
-    http::MessageQueue::Batch batch = queue.Take();
+    transport::MessageQueue::Batch batch = queue.Take();
     if (batch.final) {
       res.status = 200;
       res.SetContent(std::move(batch.messages.back()), "application/json");
@@ -555,7 +555,7 @@ void HttpServer::Impl::ReplyJson(int sock, Response& res, Session& session,
 }
 
 void HttpServer::Impl::ReplyStream(int sock, Response& res, std::shared_ptr<Session> session,
-                                   std::shared_ptr<http::MessageQueue> queue, jsonrpc::Id id) {
+                                   std::shared_ptr<transport::MessageQueue> queue, jsonrpc::Id id) {
   res.status = 200;
   res.SetHeader("Cache-Control", "no-cache");
   res.SetHeader("X-Accel-Buffering", "no");
@@ -574,20 +574,20 @@ void HttpServer::Impl::ReplyStream(int sock, Response& res, std::shared_ptr<Sess
 
 // One step of an event stream: waits for messages and writes them, or writes a keep-alive.
 // False ends the connection. `finished` (Streamable HTTP only) is set after the final response.
-bool HttpServer::Impl::Pump(int sock, http::MessageQueue& queue, http::StreamSink& out,
+bool HttpServer::Impl::Pump(int sock, transport::MessageQueue& queue, http::StreamSink& out,
                             bool* finished) {
   switch (http::WaitForMessages(queue.WaitFd(), sock, stop_fd_.Get(), options_.sse_keep_alive)) {
     case http::WaitResult::kStopped:
     case http::WaitResult::kPeerClosed:
       return false;
     case http::WaitResult::kTimeout:
-      return out.Write(http::kSseKeepAlive);
+      return out.Write(transport::kSseKeepAlive);
     case http::WaitResult::kReady:
       break;
   }
-  http::MessageQueue::Batch batch = queue.Take();
+  transport::MessageQueue::Batch batch = queue.Take();
   for (const std::string& message : batch.messages) {
-    if (!out.Write(http::SseEvent("message", message))) return false;
+    if (!out.Write(transport::SseEvent("message", message))) return false;
   }
   if (batch.final || batch.aborted) {
     if (finished) *finished = batch.final;
@@ -639,7 +639,7 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
   }
   std::optional<std::string> id = NewSessionId(res);
   if (!id) return;
-  auto queue = http::MessageQueue::Create(options_.max_pending_notification_bytes,
+  auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes,
                                           options_.max_sse_queued_bytes);
   if (!queue.ok()) {
     log::Error("cannot open an event stream", {{"error", queue.error().message}});
@@ -664,7 +664,7 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
        endpoint = "/messages?sessionId=" + *id](http::StreamSink& out) {
         if (!*endpoint_sent) {
           *endpoint_sent = true;
-          return out.Write(http::SseEvent("endpoint", endpoint));
+          return out.Write(transport::SseEvent("endpoint", endpoint));
         }
         return Pump(sock, *queue, out, nullptr);
       },
@@ -685,19 +685,19 @@ void HttpServer::Impl::PostMessages(const Request& req, Response& res) {
     SendRpcError(res, 400, kTransportError, "Bad Request: the sessionId parameter is required");
     return;
   }
-  std::shared_ptr<http::MessageQueue> stream;
+  std::shared_ptr<transport::MessageQueue> stream;
   auto session = sessions_.Find(*session_id, Kind::kLegacy, &stream);
   if (!session) {
     SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
   }
-  session->Handle(body, std::make_shared<http::QueueSink>(stream, http::SinkMode::kSessionStream));
+  session->Handle(body, std::make_shared<transport::QueueSink>(stream, transport::SinkMode::kSessionStream));
   res.status = 202;
   res.SetContent("Accepted", "text/plain");
 }
 
 std::optional<std::string> HttpServer::Impl::NewSessionId(Response& res) {
-  Result<std::string> id = http::NewSessionId();
+  Result<std::string> id = transport::NewSessionId();
   if (id.ok()) return std::move(id).value();
   log::Error("cannot create a session id", {{"error", id.error().message}});
   SendRpcError(res, 503, kTransportError, "Service Unavailable: cannot create a session");

@@ -35,7 +35,7 @@ struct NotReady {
 };
 
 struct HttpServerOptions {
-  http::ListenAddress listen;  // from http::ParseListenAddress(MCP_EXEC_ADDR)
+  transport::ListenAddress listen;  // from transport::ParseListenAddress(MCP_EXEC_ADDR)
   std::string auth_token;      // empty = no auth (serve refuses that off loopback)
   bool metrics_need_token = true;  // false: /metrics without the token (MCP_EXEC_METRICS_AUTH)
   // Writes the /metrics families that are not the HTTP server's own, on the scrape's thread.

@@ -2,7 +2,7 @@
 
 #include "log/log.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 
 SessionTable::SessionTable(size_t max_sessions, std::chrono::milliseconds idle_timeout, Now now)
     : max_sessions_(max_sessions), idle_timeout_(idle_timeout), now_(std::move(now)) {}
@@ -111,4 +111,4 @@ size_t SessionTable::Count(Kind kind) const {
   return n;
 }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

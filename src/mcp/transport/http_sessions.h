@@ -14,7 +14,7 @@
 #include "mcp/server.h"
 #include "mcp/transport/sse_stream.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 
 // Thread-safe. Session ids are the secrets clients hold; the table never logs them.
 class SessionTable {
@@ -75,4 +75,4 @@ class SessionTable {
   std::map<std::string, Entry> sessions_;
 };
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

@@ -7,7 +7,7 @@
 
 #include "jsonrpc/message.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 
 Result<std::shared_ptr<MessageQueue>> MessageQueue::Create(size_t max_pending_bytes,
                                                            size_t max_queued_bytes) {
@@ -117,4 +117,4 @@ std::string SseEvent(std::string_view name, std::string_view data) {
   return out;
 }
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport

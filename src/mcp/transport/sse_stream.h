@@ -19,7 +19,7 @@
 #include "base/unique_fd.h"
 #include "mcp/message_sink.h"
 
-namespace mcpexec::mcp::http {
+namespace mcpexec::mcp::transport {
 
 // A thread-safe queue of serialized JSON-RPC messages with an eventfd that is readable while
 // something is waiting to be taken (so a reader can poll it together with its socket).
@@ -103,4 +103,4 @@ std::string SseEvent(std::string_view name, std::string_view data);
 // server early that the client is gone.
 inline constexpr std::string_view kSseKeepAlive = ": keep-alive\n\n";
 
-}  // namespace mcpexec::mcp::http
+}  // namespace mcpexec::mcp::transport
