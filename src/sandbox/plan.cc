@@ -321,7 +321,6 @@ std::vector<std::string> ProgramEnv(const SandboxSpec& spec, bool captures_figur
   return env;
 }
 
-
 }  // namespace
 
 const char* MountOpKindName(MountOpKind kind) {
