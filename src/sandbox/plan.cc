@@ -16,6 +16,7 @@
 #include "base/sys.h"
 #include "sandbox/warm_agent.h"
 #include "sandbox/workspace_files.h"
+#include "sandbox/zygote_extension.h"
 
 namespace mcpexec::sandbox {
 namespace {
@@ -335,10 +336,6 @@ const char* MountOpKindName(MountOpKind kind) {
   return "?";
 }
 
-LaunchPlan::~LaunchPlan() {
-  if (empty_caps_ != nullptr) cap_free(empty_caps_);
-}
-
 void LaunchPlan::BuildView() {
   mount_views_.clear();
   for (const MountOp& op : mounts_) {
@@ -364,12 +361,15 @@ void LaunchPlan::BuildView() {
   view_.uid = spec_.inside_uid;
   view_.gid = spec_.inside_gid;
   view_.last_cap = static_cast<int>(cap_max_bits()) - 1;
-  view_.empty_caps = empty_caps_;
   view_.workdir = workdir_.c_str();
   view_.warm = spec_.warm;
   view_.program_path = kProgramPath;
   view_.agent = agent_.c_str();
   view_.agent_len = agent_.size();
+  if (spec_.zygote) {
+    view_.zygote_module = kZygoteExtension;
+    view_.zygote_module_len = kZygoteExtensionSize;
+  }
   view_.rlimits = rlimits_.data();
   view_.rlimit_count = rlimits_.size();
   view_.seccomp = seccomp_ ? seccomp_->Program() : nullptr;
@@ -513,6 +513,7 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
     setup.uid_map = std::to_string(spec.inside_uid) + " " + std::to_string(spec.inside_uid) + " 1\n";
     setup.gid_map = std::to_string(spec.inside_gid) + " " + std::to_string(spec.inside_gid) + " 1\n";
     setup.hostname = spec.hostname;
+    setup.workdir = plan->workdir_;
     // A cold init is a clone of this process, and shows its name.
     auto comm = ReadFile("/proc/self/comm");
     setup.init_name = comm.ok() ? comm->substr(0, comm->find('\n')) : "mcp-exec";
@@ -523,8 +524,6 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   } else if (spec.warm) {
     plan->agent_ = WarmAgentSource(spec.preload);
   }
-  plan->empty_caps_ = cap_init();
-  if (plan->empty_caps_ == nullptr) return Errno(ErrorCode::kResourceExhausted, "cap_init");
   plan->BuildView();
   return std::shared_ptr<const LaunchPlan>(std::move(plan));
 }

@@ -33,7 +33,6 @@ class LaunchPlan {
  public:
   LaunchPlan(const LaunchPlan&) = delete;
   LaunchPlan& operator=(const LaunchPlan&) = delete;
-  ~LaunchPlan();
 
   // The view the child reads; valid as long as this plan lives.
   const PlanView& View() const { return view_; }
@@ -70,7 +69,6 @@ class LaunchPlan {
   std::string agent_;  // warm plans: the agent's source (WarmAgentSource)
   std::vector<std::string> argv_, env_;
   std::vector<const char*> argv_ptrs_, env_ptrs_;
-  cap_t empty_caps_ = nullptr;
   std::optional<SeccompFilter> seccomp_;
   std::shared_ptr<limits::LimitsBackend> limits_;
   bool captures_figures_ = false;

@@ -1,19 +1,13 @@
 #include "sandbox/warm_agent.h"
 
-#include <linux/capability.h>
 #include <linux/sched.h>
-#include <linux/seccomp.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/prctl.h>
-#include <sys/mount.h>
-#include <sys/syscall.h>
 
-#include <cstddef>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
 #include "sandbox/child/plan_view.h"
+#include "sandbox/child/zygote_run.h"
 
 namespace mcpexec::sandbox {
 namespace {
@@ -274,25 +268,20 @@ def _session(ctl, sys, os, builtins, signal, excepthook):
 
 # The zygote (a zygote plan): forks one sandbox per "F" message on `ctl`, which carries the run's
 # stdin, stdout, stderr, report and start descriptors (docs/engine.md has the protocol). It never
-# runs a program: returns only in a run's program process, once that is fully confined.
+# runs a program: returns only in a run's program process, once that is fully confined. Each
+# fork sets itself up with the extension at descriptor `module` (zygote_run.h): the steps of a
+# cold init, compiled; `blob` says what they set up (PackZygoteRun).
 def _zygote(ctl, setup):
     # Everything a run's processes import, imported before "R": no fork imports anything.
-    import os, sys, socket, ctypes, struct, fcntl, resource, signal, random, errno
-    libc = ctypes.CDLL(None, use_errno=True)
-    ulong = ctypes.c_ulong
-
-    def check(result, what):
-        if result != 0:
-            e = ctypes.get_errno()
-            raise OSError(e, "%s: %s" % (what, os.strerror(e)))
-
-    def prctl(*args):  # the unused arguments must be 0
-        return libc.prctl(*[ulong(a) for a in (args + (0, 0, 0, 0))[:5]])
-
-    def seqpacket(fd):
-        return socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fd)
-
-    report_format = setup["report_format"]  # ChildReport (plan_view.h)
+    import os, sys, socket, signal
+    from importlib.machinery import ExtensionFileLoader
+    from importlib.util import module_from_spec, spec_from_loader
+    module, blob = setup
+    loader = ExtensionFileLoader("mcp_exec_zygote", "/proc/self/fd/%d" % module)
+    runs = module_from_spec(spec_from_loader("mcp_exec_zygote", loader))
+    loader.exec_module(runs)
+    os.close(module)
+    runs.configure(blob)
     zygote_pid = os.getpid()
 
     # A run's first process ends as soon as it has forked the run's init: reaped at once, it
@@ -306,7 +295,7 @@ def _zygote(ctl, setup):
                 return
 
     signal.signal(signal.SIGCHLD, reap)
-    control = seqpacket(ctl)
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, ctl)
     os.write(ctl, b"R")
     while True:
         message, fds, _, _ = socket.recv_fds(control, 16, 5)
@@ -326,166 +315,30 @@ def _zygote(ctl, setup):
                 os.close(fd)
             continue
         control.detach()
+        start = fds[4]
         try:
-            _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_format)
+            # The run's init must not inherit the zygote's handler, or a program that ended
+            # before the init reached its wait loop would be reaped unreported.
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            runs.run(fds, zygote_pid)  # returns in the program's process only
+            start = 5
+            # Each run's random state is its own: what the zygote seeded is reseeded (random's
+            # own generator is, by the interpreter's fork hooks).
+            numpy = sys.modules.get("numpy")
+            if numpy is not None:
+                numpy.random.seed()
+            tempfile = sys.modules.get("tempfile")
+            if tempfile is not None:
+                tempfile._name_sequence = None
+            process = sys.modules.get("multiprocessing.process")
+            if process is not None:
+                process.current_process().authkey = os.urandom(32)
             return
         except BaseException as e:
             try:
-                os.write(5, ("E%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4000])
+                os.write(start, ("E%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4000])
             finally:
                 os._exit(125)
-
-
-# One run's sandbox, forked from the zygote. The first process (in the zygote's namespaces)
-# waits to be moved into the run's cgroup, makes the run's user, mount, pid, net, ipc, uts and
-# cgroup namespaces, forks the run's init (PID 1) and ends: the init, orphaned to the zygote's
-# own init, is then the only process of the run outside its program. It mounts what a cold init
-# mounts, drops every capability, reports as a cold init does, and forks the program's process
-# (PID 2), which applies the rlimits and seccomp filter and returns.
-def _zygote_run(fds, setup, zygote_pid, libc, check, prctl, seqpacket, report_format):
-    import os, sys, socket, ctypes, struct, fcntl, resource, signal, random, errno
-    # The kernel's numbers, from the headers the cold child is compiled with (SetupConstants).
-    k = setup["k"]
-    PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = (
-        k["PR_SET_PDEATHSIG"], k["PR_SET_DUMPABLE"], k["PR_CAPBSET_DROP"], k["PR_SET_NO_NEW_PRIVS"])
-    PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = (
-        k["PR_CAP_AMBIENT"], k["PR_CAP_AMBIENT_CLEAR_ALL"], k["PR_SET_SECCOMP"],
-        k["SECCOMP_MODE_FILTER"])
-    ulong = ctypes.c_ulong
-    # The zygote reaps its children from a SIGCHLD handler; the run's init must not inherit it,
-    # or a program that ended before the init reached its wait loop would be reaped unreported.
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    check(prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "set the parent-death signal")
-    if os.getppid() != zygote_pid:
-        os._exit(0)
-    # stdin, stdout, stderr, report and start at a cold init's numbers (ChildFd), nothing else.
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 16) for fd in fds]
-    for fd, to in zip(high, (0, 1, 2, 3, 5)):
-        os.dup2(fd, to, inheritable=to <= 2)
-    os.closerange(4, 5)
-    os.closerange(6, 1 << 30)
-    start = seqpacket(5)
-    pidfd = os.pidfd_open(os.getpid())
-    socket.send_fds(start, [b"P"], [pidfd])
-    os.close(pidfd)
-    if start.recv(1) != b"M":  # the supervisor has moved this process into the run's cgroup
-        os._exit(0)
-    check(libc.unshare(setup["namespaces"]), "unshare the run's namespaces")
-    for name, text in (("setgroups", "deny"), ("gid_map", setup["gid_map"]),
-                       ("uid_map", setup["uid_map"])):
-        with open("/proc/self/" + name, "w") as f:
-            f.write(text)
-    if os.fork() != 0:
-        os._exit(0)
-
-    # The run's init, PID 1 of its namespace. It dies with the zygote, whose PID namespace holds
-    # its own.
-    for kind, source, target, fstype, flags, data, mode, optional in setup["mounts"]:
-        try:
-            if kind == "mount":
-                check(libc.mount(source, target, fstype, ulong(flags), data),
-                      "mount " + target.decode())
-            elif kind == "mkdir":
-                os.mkdir(target, mode)
-            elif kind == "touch":
-                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                                 mode))
-            elif kind == "symlink":
-                os.symlink(source, target)
-            elif kind == "pivot_root":
-                # As a cold init (child.cc, PivotRoot): the old root, the zygote's, goes.
-                os.chdir(target)
-                check(libc.syscall(setup["pivot_root"], b".", b"."), "pivot_root")
-                check(libc.umount2(b".", setup["mnt_detach"]), "detach the zygote's root")
-                os.chdir("/")
-            elif kind == "copy":
-                with open(source, "rb") as f:
-                    content = f.read()
-                out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-                os.write(out, content)
-                os.close(out)
-            else:
-                raise OSError(errno.EINVAL, "an unknown mount step: " + kind)
-        except OSError as e:
-            if not (optional and e.errno == errno.ENOENT):
-                raise
-    socket.sethostname(setup["hostname"])
-    lo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    fcntl.ioctl(lo.fileno(), k["SIOCSIFFLAGS"],
-                struct.pack(k["ifreq_flags_format"], b"lo", k["IFF_UP"] | k["IFF_RUNNING"]))
-    lo.close()
-    os.chdir("/tmp")
-    for cap in range(setup["last_cap"] + 1):
-        check(prctl(PR_CAPBSET_DROP, cap), "drop the bounding set")
-    check(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL), "clear the ambient capabilities")
-    check(libc.capset(struct.pack("Ii", k["_LINUX_CAPABILITY_VERSION_3"], 0),
-                      bytes(k["cap_data_bytes"])), "drop every capability")
-    check(prctl(PR_SET_NO_NEW_PRIVS, 1), "set no_new_privs")
-    check(prctl(PR_SET_DUMPABLE, 0), "make init non-dumpable")
-    pidfd = os.pidfd_open(os.getpid())
-    socket.send_fds(start, [b"I"], [pidfd])
-    os.close(pidfd)
-    report = seqpacket(3)
-    workspace = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    socket.send_fds(report, [struct.pack(report_format, k["kReady"], 0, 0, 0, 0, 0, 0)],
-                    [workspace])
-    os.close(workspace)
-    program = os.fork()
-    if program == 0:
-        report.detach()
-        start.detach()
-        os.close(3)
-        # An interpreter that execve() started is dumpable: its /proc/self is its own to write.
-        check(prctl(PR_SET_DUMPABLE, 1), "make the program dumpable")
-        os.setsid()
-        for which, soft, hard in setup["rlimits"]:
-            resource.setrlimit(which, (soft, hard))
-        # Each run's random state is its own: the generators the zygote seeded are reseeded.
-        random.seed()
-        numpy = sys.modules.get("numpy")
-        if numpy is not None:
-            numpy.random.seed()
-        tempfile = sys.modules.get("tempfile")
-        if tempfile is not None:
-            tempfile._name_sequence = None
-        process = sys.modules.get("multiprocessing.process")
-        if process is not None:
-            process.current_process().authkey = os.urandom(32)
-        if setup["seccomp"]:
-            bpf = ctypes.create_string_buffer(setup["seccomp"], len(setup["seccomp"]))
-            class Program(ctypes.Structure):
-                _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-            prog = Program(len(setup["seccomp"]) // 8, ctypes.addressof(bpf))
-            check(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog)),
-                  "apply the seccomp filter")
-        return
-    # As a cold init: /proc/1/cmdline says what it is, and signals from inside the namespace
-    # reach PID 1 only through a handler.
-    stat = open("/proc/self/stat", "rb").read()
-    fields = stat[stat.rindex(b")") + 2:].split()
-    arg_start, arg_end = int(fields[45]), int(fields[46])
-    name = b"mcp-exec-init"[:arg_end - arg_start - 1]
-    ctypes.memset(arg_start, 0, arg_end - arg_start)
-    ctypes.memmove(arg_start, name, len(name))
-    comm = ctypes.create_string_buffer(setup["init_name"][:15])
-    prctl(k["PR_SET_NAME"], ctypes.addressof(comm))
-    for sig in signal.valid_signals():
-        if sig not in (signal.SIGKILL, signal.SIGSTOP):
-            try:
-                signal.signal(sig, signal.SIG_DFL)
-            except (OSError, ValueError):
-                pass
-    start.detach()
-    os.closerange(0, 3)
-    os.close(5)
-    while True:
-        pid, status, _ = os.wait4(-1, 0)
-        if pid == program:
-            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu_us = int((usage.ru_utime + usage.ru_stime) * 1000000)
-            report.send(struct.pack(report_format, k["kExit"], 0, 0, 0, status, usage.ru_maxrss,
-                                    cpu_us))
-            os._exit(0)
 
 )py";
 
@@ -518,92 +371,44 @@ std::string PythonBytes(std::string_view bytes, bool none_if_empty = false) {
   return literal + "\"";
 }
 
-std::string PythonRlimit(rlim_t value) {
-  return value == RLIM_INFINITY ? "-1" : std::to_string(value);
-}
-
 std::string ModuleList(const std::vector<std::string>& preload) {
   std::string modules;
   for (const std::string& m : preload) modules += (modules.empty() ? "\"" : ", \"") + m + "\"";
   return "[" + modules + "]";
 }
 
-// ChildReport (plan_view.h) as a Python struct format: its members in order, native sizes, no
-// alignment ("="), the padding the compiler put between them written out.
-std::string ReportFormat() {
-  static_assert(sizeof(ReportType) == 4 && sizeof(ChildStep) == 4, "both are packed as I");
-  static_assert(offsetof(ChildReport, step) == 4 && offsetof(ChildReport, sys_errno) == 8 &&
-                    offsetof(ChildReport, index) == 12 && offsetof(ChildReport, wait_status) == 16,
-                "the members before the padding are packed as IIiIi");
-  constexpr size_t kPadding = offsetof(ChildReport, children_maxrss_kib) - 20;
-  static_assert(offsetof(ChildReport, children_cpu_us) ==
-                    offsetof(ChildReport, children_maxrss_kib) + 8 &&
-                sizeof(ChildReport) == offsetof(ChildReport, children_cpu_us) + 8,
-                "the two last members are packed as qq, with nothing after them");
-  return "=IIiIi" + (kPadding == 0 ? std::string() : std::to_string(kPadding) + "x") + "qq";
-}
+// The blob's bytes: the header first, then each object at its alignment. A pointer in the blob
+// holds its target's offset (RelocateZygoteRun makes it a pointer again).
+class BlobWriter {
+ public:
+  BlobWriter() : bytes_(sizeof(ZygoteRunBlob), '\0') {}
 
-// The kernel's and the child's numbers the zygote's agent uses, from the same headers as the
-// cold child (child.cc): none is copied by hand into the agent.
-std::string SetupConstants() {
-  struct ifreq ifr {};
-  static_assert(sizeof(ifr.ifr_name) == 16 && sizeof(ifr.ifr_flags) == 2,
-                "an ifreq's flags are packed as 16sh");
-  const std::pair<const char*, long long> constants[] = {
-      {"PR_SET_PDEATHSIG", PR_SET_PDEATHSIG},
-      {"PR_SET_DUMPABLE", PR_SET_DUMPABLE},
-      {"PR_CAPBSET_DROP", PR_CAPBSET_DROP},
-      {"PR_SET_NO_NEW_PRIVS", PR_SET_NO_NEW_PRIVS},
-      {"PR_CAP_AMBIENT", PR_CAP_AMBIENT},
-      {"PR_CAP_AMBIENT_CLEAR_ALL", PR_CAP_AMBIENT_CLEAR_ALL},
-      {"PR_SET_SECCOMP", PR_SET_SECCOMP},
-      {"PR_SET_NAME", PR_SET_NAME},
-      {"SECCOMP_MODE_FILTER", SECCOMP_MODE_FILTER},
-      {"SIOCSIFFLAGS", SIOCSIFFLAGS},
-      {"IFF_UP", IFF_UP},
-      {"IFF_RUNNING", IFF_RUNNING},
-      {"_LINUX_CAPABILITY_VERSION_3", _LINUX_CAPABILITY_VERSION_3},
-      {"cap_data_bytes", sizeof(__user_cap_data_struct) * _LINUX_CAPABILITY_U32S_3},
-      {"kReady", static_cast<long long>(ReportType::kReady)},
-      {"kExit", static_cast<long long>(ReportType::kExit)},
-  };
-  std::string dict = "{";
-  for (const auto& [name, value] : constants) {
-    dict += "\"" + std::string(name) + "\": " + std::to_string(value) + ", ";
+  template <typename T>
+  T* Put(const T* objects, size_t count) {
+    if (count == 0) return nullptr;
+    bytes_.resize((bytes_.size() + alignof(T) - 1) / alignof(T) * alignof(T), '\0');
+    const size_t offset = bytes_.size();
+    bytes_.append(reinterpret_cast<const char*>(objects), count * sizeof(T));
+    return reinterpret_cast<T*>(offset);
   }
-  const size_t padding = sizeof(ifreq) - sizeof(ifr.ifr_name) - sizeof(ifr.ifr_flags);
-  return dict + "\"ifreq_flags_format\": \"16sh" + std::to_string(padding) + "x\"}";
-}
+  // nullptr when empty and `null_if_empty`.
+  const char* String(std::string_view text, bool null_if_empty = false) {
+    if (text.empty() && null_if_empty) return nullptr;
+    const std::string terminated(text);
+    return Put(terminated.c_str(), terminated.size() + 1);
+  }
+  std::string Finish(const ZygoteRunView& view) {
+    ZygoteRunBlob header{};
+    std::memcpy(header.magic, kZygoteRunMagic, sizeof header.magic);
+    header.size = bytes_.size();
+    header.view = view;
+    std::memcpy(bytes_.data(), &header, sizeof header);
+    return std::move(bytes_);
+  }
 
-std::string ZygoteSetupLiteral(const ZygoteRunSetup& setup) {
-  constexpr uint64_t kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                                   CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
-  std::string mounts;
-  for (const MountOp& op : setup.mounts) {
-    mounts += "(\"" + std::string(MountOpKindName(op.kind)) + "\", " +
-              PythonBytes(op.source, true) + ", " + PythonBytes(op.target) + ", " +
-              PythonBytes(op.fstype, true) + ", " + std::to_string(op.flags) + ", " +
-              PythonBytes(op.data, true) + ", " + std::to_string(op.mode) + ", " +
-              (op.optional ? "True" : "False") + "), ";
-  }
-  std::string rlimits;
-  for (const RlimitView& r : setup.rlimits) {
-    rlimits += "(" + std::to_string(r.resource) + ", " + PythonRlimit(r.limit.rlim_cur) + ", " +
-               PythonRlimit(r.limit.rlim_max) + "), ";
-  }
-  const std::string_view bpf(reinterpret_cast<const char*>(setup.seccomp.data()),
-                             setup.seccomp.size() * sizeof(sock_filter));
-  return "{\"namespaces\": " + std::to_string(kNamespaces) +
-         ", \"pivot_root\": " + std::to_string(SYS_pivot_root) +
-         ", \"mnt_detach\": " + std::to_string(MNT_DETACH) +
-         ", \"uid_map\": " + PythonLiteral(setup.uid_map) +
-         ", \"gid_map\": " + PythonLiteral(setup.gid_map) + ", \"mounts\": [" + mounts +
-         "], \"hostname\": " + PythonBytes(setup.hostname) +
-         ", \"init_name\": " + PythonBytes(setup.init_name) +
-         ", \"last_cap\": " + std::to_string(setup.last_cap) + ", \"k\": " + SetupConstants() +
-         ", \"report_format\": " + PythonLiteral(ReportFormat()) + ", \"rlimits\": [" + rlimits +
-         "], \"seccomp\": " + PythonBytes(bpf) + "}";
-}
+ private:
+  std::string bytes_;
+};
 
 }  // namespace
 
@@ -615,11 +420,41 @@ std::string WarmAgentSource(const std::vector<std::string>& preload) {
          std::to_string(kFdStart) + ", " + ModuleList(preload) + ")\n";
 }
 
+std::string PackZygoteRun(const ZygoteRunSetup& setup) {
+  BlobWriter blob;
+  std::vector<MountOpView> mounts;
+  for (const MountOp& op : setup.mounts) {
+    mounts.push_back(MountOpView{op.kind, op.optional, blob.String(op.source, true),
+                                 blob.String(op.target), blob.String(op.fstype, true), op.flags,
+                                 blob.String(op.data, true), op.mode});
+  }
+  ZygoteRunView view{};
+  view.plan.mount_ops = blob.Put(mounts.data(), mounts.size());
+  view.plan.mount_op_count = mounts.size();
+  view.plan.hostname = blob.String(setup.hostname);
+  view.plan.hostname_len = setup.hostname.size();
+  view.plan.last_cap = setup.last_cap;
+  view.plan.workdir = blob.String(setup.workdir);
+  view.plan.rlimits = blob.Put(setup.rlimits.data(), setup.rlimits.size());
+  view.plan.rlimit_count = setup.rlimits.size();
+  if (!setup.seccomp.empty()) {
+    const sock_fprog program{static_cast<unsigned short>(setup.seccomp.size()),
+                             blob.Put(setup.seccomp.data(), setup.seccomp.size())};
+    view.plan.seccomp = blob.Put(&program, 1);
+  }
+  view.namespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                    CLONE_NEWUTS | CLONE_NEWCGROUP;
+  view.uid_map = blob.String(setup.uid_map);
+  view.gid_map = blob.String(setup.gid_map);
+  view.init_name = blob.String(setup.init_name.substr(0, 15));
+  return blob.Finish(view);
+}
+
 std::string ZygoteAgentSource(const std::vector<std::string>& preload,
                               const ZygoteRunSetup& setup) {
   return "exec(compile(" + PythonLiteral(kAgent) + ", \"<mcp-exec agent>\", \"exec\")); _agent(" +
-         std::to_string(kFdStart) + ", " + ModuleList(preload) + ", " +
-         ZygoteSetupLiteral(setup) + ")\n";
+         std::to_string(kFdStart) + ", " + ModuleList(preload) + ", (" +
+         std::to_string(kFdZygoteModule) + ", " + PythonBytes(PackZygoteRun(setup)) + "))\n";
 }
 
 }  // namespace mcpexec::sandbox

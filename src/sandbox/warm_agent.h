@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/child/start_messages.h"
 #include "sandbox/plan.h"
 
 namespace mcpexec::sandbox {
@@ -26,34 +27,18 @@ struct ZygoteRunSetup {
   std::vector<MountOp> mounts;
   std::string uid_map, gid_map;
   std::string hostname;
+  std::string workdir;    // the workspace, where the program starts
   std::string init_name;  // a cold init's name (/proc/1/comm): the supervisor's
   int last_cap = 0;
   std::vector<RlimitView> rlimits;
   std::vector<sock_filter> seccomp;  // empty: none
 };
 
+// What the zygote's runs set up, as the blob the zygote's extension reads (zygote_run.h).
+std::string PackZygoteRun(const ZygoteRunSetup& setup);
+
 // The zygote's agent: imports `preload`, says "R", then forks a sandbox per "F" (zygote.h).
 std::string ZygoteAgentSource(const std::vector<std::string>& preload,
                               const ZygoteRunSetup& setup);
-
-// The messages on the start socket: ready (agent), "E" + why a preload failed (agent), go
-// (supervisor).
-inline constexpr char kAgentReady = 'R';
-inline constexpr char kAgentFailed = 'E';
-inline constexpr char kAgentGo = 'G';
-// A zygote's messages: on its own start socket, "F" with a run's five descriptors (supervisor);
-// on the run's start socket, "P" with a pidfd of the run's first process (zygote), "M" once
-// the supervisor has moved it into the run's cgroup, "I" with a pidfd of the run's init, then
-// "R" or "E" as above.
-inline constexpr char kZygoteFork = 'F';
-inline constexpr char kZygoteForked = 'P';
-inline constexpr char kZygoteMoved = 'M';
-inline constexpr char kZygoteInit = 'I';
-// A session's messages on the start socket: "S" instead of "G" (supervisor), then per call "C"
-// with four descriptors (code, stdin, stdout, stderr; supervisor) and "D" with the call's status
-// and value (agent).
-inline constexpr char kSessionStart = 'S';
-inline constexpr char kSessionCall = 'C';
-inline constexpr char kSessionDone = 'D';
 
 }  // namespace mcpexec::sandbox

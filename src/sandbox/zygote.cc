@@ -17,9 +17,17 @@
 namespace mcpexec::sandbox {
 namespace {
 
-// Whatever the zygote said instead of the next step of a fork.
-Error ForkError(const SandboxMessage& message, const char* step) {
+// Whatever the zygote said instead of the next step of a fork. When the run ended without a
+// word on the start socket, its set-up failed at a step it reported as a cold init does.
+Error ForkError(const LaunchPlan& plan, int report, const SandboxMessage& message,
+                const char* step) {
   if (message.data.empty()) {
+    UniqueFd unused;
+    auto failure =
+        ReadReport(report, std::chrono::steady_clock::now() + std::chrono::seconds(1), unused);
+    if (failure.ok() && *failure && (*failure)->type == ReportType::kFailure) {
+      return ChildError(plan, **failure, ReadUsernsFacts());
+    }
     return MakeError(ErrorCode::kUnavailable,
                      std::string("the zygote, or the run it forked, ended before ") + step);
   }
@@ -99,7 +107,7 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
   MCPEXEC_ASSIGN_OR_RETURN(SandboxMessage forked,
                            ReceiveMessage(start.read.Get(), deadline, "zygote's fork"));
   if (forked.data != std::string(1, kZygoteForked) || !forked.passed.Valid()) {
-    return ForkError(forked, "the fork");
+    return ForkError(plan, report.read.Get(), forked, "the fork");
   }
   FirstProcess first{std::move(forked.passed)};
   MCPEXEC_ASSIGN_OR_RETURN(const pid_t first_pid, PidOfPidfd(first.pidfd.Get()));
@@ -116,7 +124,7 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
   MCPEXEC_ASSIGN_OR_RETURN(SandboxMessage init,
                            ReceiveMessage(start.read.Get(), deadline, "zygote's fork"));
   if (init.data != std::string(1, kZygoteInit) || !init.passed.Valid()) {
-    return ForkError(init, "the run's init started");
+    return ForkError(plan, report.read.Get(), init, "the run's init started");
   }
   MCPEXEC_ASSIGN_OR_RETURN(sandbox.init_, ChildProcess::Adopt(std::move(init.passed)));
 
@@ -131,7 +139,9 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
   }
   MCPEXEC_ASSIGN_OR_RETURN(SandboxMessage program,
                            ReceiveMessage(start.read.Get(), deadline, "zygote's fork"));
-  if (program.data != std::string(1, kAgentReady)) return ForkError(program, "the run was ready");
+  if (program.data != std::string(1, kAgentReady)) {
+    return ForkError(plan, report.read.Get(), program, "the run was ready");
+  }
   // The first process ended once it forked the init; until the zygote has reaped it, it counts
   // in the run's pids (and in its user namespace's process count, the rlimit backend's).
   MCPEXEC_RETURN_IF_ERROR(WaitUntilReaped(first.pidfd.Get(), deadline));

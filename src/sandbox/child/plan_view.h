@@ -53,6 +53,9 @@ enum ChildFd : int {
   // runs), which reports on it when its preloads are imported.
   kFdStart = 5,
   kChildFdCount = 6,
+  // A zygote's init only: the zygote's extension (zygote_run.h), a sealed memfd its agent loads
+  // and closes before it imports anything.
+  kFdZygoteModule = 6,
 };
 
 struct PlanView {
@@ -67,7 +70,6 @@ struct PlanView {
   gid_t gid;
 
   int last_cap;           // highest capability number the kernel knows
-  void* empty_caps;       // libcap cap_t with every set empty, built by the parent
 
   const char* workdir;  // cwd of the program, inside the new root
   // Warm: init writes the agent (warm_agent.h) to /tmp/main.py and starts the interpreter on it
@@ -78,6 +80,9 @@ struct PlanView {
   const char* program_path;  // /tmp/main.py
   const char* agent;         // warm: the agent's source
   size_t agent_len;
+  // A zygote: the extension its agent sets each run up with (zygote_run.h). nullptr otherwise.
+  const unsigned char* zygote_module;
+  size_t zygote_module_len;
 
   const RlimitView* rlimits;
   size_t rlimit_count;
@@ -125,6 +130,13 @@ enum class ChildStep : uint32_t {
   kExec,
   kCgroupNamespace,
   kReportReady,
+  // A zygote's init, and the runs it forks (zygote_run.h).
+  kZygoteModule,
+  kSendPidfd,
+  kUserNamespace,
+  kIdMaps,
+  kForkInit,
+  kDumpable,
 };
 
 struct ChildReport {

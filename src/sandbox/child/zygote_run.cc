@@ -1,0 +1,172 @@
+#include "sandbox/child/zygote_run.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/child/start_messages.h"
+#include "sandbox/child/steps.h"
+
+// Rules for this file: as steps.cc's.
+namespace mcpexec::sandbox {
+namespace {
+
+using child::Fail;
+
+// The blob's extent, for the offsets in it.
+struct Extent {
+  unsigned char* base;
+  size_t size;
+
+  // `field` holds an offset to `count` objects of `T`: makes it a pointer, or false when they
+  // do not fit in the blob. An offset of 0 stays nullptr (0 is the header, never a target).
+  template <typename T>
+  bool Rebase(T*& field, size_t count) const noexcept {
+    const uintptr_t offset = reinterpret_cast<uintptr_t>(field);
+    if (offset == 0) return true;
+    if (offset % alignof(T) != 0 || offset > size || count > (size - offset) / sizeof(T)) {
+      return false;
+    }
+    field = reinterpret_cast<T*>(base + offset);
+    return true;
+  }
+
+  // A string: its NUL must be inside the blob.
+  bool RebaseString(const char*& field) const noexcept {
+    if (!Rebase(field, 1)) return false;
+    if (field == nullptr) return true;
+    const size_t offset = static_cast<size_t>(reinterpret_cast<const unsigned char*>(field) - base);
+    return memchr(field, '\0', size - offset) != nullptr;
+  }
+};
+
+int WriteFile(const char* path, const char* text) noexcept {
+  const int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const size_t len = strlen(text);
+  const ssize_t n = write(fd, text, len);
+  const int saved = errno;
+  close(fd);
+  errno = saved;
+  return n == static_cast<ssize_t>(len) ? 0 : -1;
+}
+
+// "M": the supervisor has put this process in the run's cgroup. EOF: it gave up on the run.
+void WaitMoved() noexcept {
+  char moved;
+  ssize_t n;
+  do {
+    n = read(kFdStart, &moved, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) _exit(0);
+  if (n != 1 || moved != kZygoteMoved) {
+    if (n == 1) errno = EPROTO;
+    Fail(ChildStep::kWaitGo);
+  }
+}
+
+}  // namespace
+
+ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept {
+  if (blob == nullptr || reinterpret_cast<uintptr_t>(blob) % alignof(ZygoteRunBlob) != 0 ||
+      size < sizeof(ZygoteRunBlob)) {
+    return nullptr;
+  }
+  auto* header = static_cast<ZygoteRunBlob*>(blob);
+  if (memcmp(header->magic, kZygoteRunMagic, sizeof kZygoteRunMagic) != 0 ||
+      header->size != size) {
+    return nullptr;
+  }
+  const Extent extent{static_cast<unsigned char*>(blob), size};
+  ZygoteRunView& run = header->view;
+  PlanView& plan = run.plan;
+  // What a run does not use must be absent: nothing else is checked or relocated.
+  if (plan.agent != nullptr || plan.zygote_module != nullptr || plan.exec_path != nullptr ||
+      plan.argv != nullptr || plan.envp != nullptr || plan.supervisor_args != nullptr) {
+    return nullptr;
+  }
+  if (!extent.Rebase(plan.mount_ops, plan.mount_op_count) ||
+      !extent.Rebase(plan.rlimits, plan.rlimit_count) || !extent.RebaseString(plan.hostname) ||
+      !extent.RebaseString(plan.workdir) || !extent.RebaseString(run.uid_map) ||
+      !extent.RebaseString(run.gid_map) || !extent.RebaseString(run.init_name) ||
+      plan.hostname == nullptr || plan.workdir == nullptr || run.uid_map == nullptr ||
+      run.gid_map == nullptr || run.init_name == nullptr ||
+      strlen(plan.hostname) != plan.hostname_len) {
+    return nullptr;
+  }
+  if (plan.mount_op_count > 0 && plan.mount_ops == nullptr) return nullptr;
+  if (plan.rlimit_count > 0 && plan.rlimits == nullptr) return nullptr;
+  for (size_t i = 0; i < plan.mount_op_count; ++i) {
+    MountOpView& op = const_cast<MountOpView&>(plan.mount_ops[i]);
+    if (!extent.RebaseString(op.source) || !extent.RebaseString(op.target) ||
+        !extent.RebaseString(op.fstype) || !extent.RebaseString(op.data) ||
+        op.target == nullptr) {
+      return nullptr;
+    }
+  }
+  if (plan.seccomp != nullptr) {
+    if (!extent.Rebase(plan.seccomp, 1)) return nullptr;
+    auto& program = const_cast<sock_fprog&>(*plan.seccomp);
+    if (program.len == 0 || !extent.Rebase(program.filter, program.len) ||
+        program.filter == nullptr) {
+      return nullptr;
+    }
+  }
+  return &run;
+}
+
+void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
+                    const ForkHooks& hooks) noexcept {
+  // The descriptors first, so that a failure is reported on the run's report socket.
+  const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], -1, fds[4]};
+  child::SetupFds(sources);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Fail(ChildStep::kDeathSignal);
+  if (getppid() != zygote) _exit(0);  // the zygote died before the death signal was armed
+  child::SendOwnPidfd(kFdStart, kZygoteForked, ChildStep::kSendPidfd);
+  WaitMoved();
+  if (unshare(static_cast<int>(run.namespaces)) != 0) Fail(ChildStep::kUserNamespace);
+  if (WriteFile("/proc/self/setgroups", "deny") != 0 ||
+      WriteFile("/proc/self/gid_map", run.gid_map) != 0 ||
+      WriteFile("/proc/self/uid_map", run.uid_map) != 0) {
+    Fail(ChildStep::kIdMaps);
+  }
+  // The run's init is PID 1 of the new PID namespace; this process ends at once, so that the
+  // init is the only process of the run outside its program. It dies with the zygote, whose
+  // PID namespace holds its own.
+  const long init = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (init < 0) Fail(ChildStep::kForkInit);
+  if (init != 0) _exit(0);
+
+  child::SetUpSandbox(run.plan);
+  child::SendOwnPidfd(kFdStart, kZygoteInit, ChildStep::kSendPidfd);
+  child::ReportReady(run.plan);
+  hooks.before();
+  const long program = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (program < 0) Fail(ChildStep::kStartProgram);
+  if (program == 0) {
+    hooks.after_in_child();
+    // An interpreter that execve() started is dumpable: its /proc/self is its own to write.
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) Fail(ChildStep::kDumpable);
+    child::ApplyProgramLimits(run.plan);
+    close(kFdReport);
+    return;
+  }
+  // As a cold init: /proc/1/cmdline and /proc/1/comm say what it is, and signals from inside
+  // the namespace reach PID 1 only through a handler.
+  child::HideSupervisorArgs(run.plan);
+  prctl(PR_SET_NAME, run.init_name, 0, 0, 0);
+  child::ResetSignals();
+  close(kFdStdin);
+  close(kFdStdout);
+  close(kFdStderr);
+  close(kFdStart);
+  child::Reap(static_cast<pid_t>(program));
+}
+
+}  // namespace mcpexec::sandbox

@@ -1,0 +1,61 @@
+// A run forked from the zygote (zygote.h) sets itself up with the steps a cold init takes
+// (steps.h): this code is compiled into the zygote's CPython extension (zygote_extension.cc),
+// which its agent calls in each fork. Same rules as child.h: no allocation, no exceptions.
+//
+// The supervisor hands the zygote what its runs set up as one blob (PackZygoteRun,
+// warm_agent.h): a ZygoteRunBlob whose pointers are offsets from the blob's start, followed by
+// what they point to. RelocateZygoteRun turns them into pointers in place, once, in the zygote.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sandbox/child/plan_view.h"
+
+namespace mcpexec::sandbox {
+
+struct ZygoteRunView {
+  // The mounts (on the zygote's clean bind of the rootfs, then pivot_root), hostname, last_cap,
+  // workdir, and the program's rlimits and seccomp filter. supervisor_args is the zygote's own
+  // argument area, which the run's init hides (set by the extension). The rest is unused.
+  PlanView plan;
+  uint64_t namespaces;    // the CLONE_NEW* flags of the run's own namespaces
+  const char* uid_map;    // the run's user namespace's maps, as written to /proc/self/uid_map
+  const char* gid_map;
+  const char* init_name;  // /proc/1/comm of a cold init: the supervisor's name
+};
+
+inline constexpr char kZygoteRunMagic[8] = {'m', 'c', 'p', 'x', 'z', 'r', 'u', '1'};
+
+struct ZygoteRunBlob {
+  char magic[8];
+  uint64_t size;  // of the whole blob
+  ZygoteRunView view;
+};
+
+// Checks that every offset of the blob at `blob` (`size` bytes, 8-byte aligned, writable) stays
+// inside it and every string ends inside it, and makes them pointers. nullptr when it is not a
+// well-formed blob.
+ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept;
+
+// The interpreter's fork hooks (PyOS_BeforeFork, PyOS_AfterFork_Child), which the program's
+// process needs since it returns to Python.
+struct ForkHooks {
+  void (*before)();
+  void (*after_in_child)();
+};
+
+// In a process the zygote has just forked, with the run's stdin, stdout, stderr, report and
+// start descriptors (at any numbers): puts them at 0, 1, 2, 3 and 5 and closes the rest, says
+// "P" with its pidfd on the start socket, waits for "M" (moved into the run's cgroup), makes
+// the run's namespaces, writes its id maps and forks the run's init, then ends. The init sets
+// the sandbox up as a cold one (SetUpSandbox), says "I" with its pidfd, reports ready, and
+// forks the program's process, which applies the program's limits and returns: only there does
+// this function return, with the start socket still at 5. The init reaps and reports as a cold
+// init. A failed step is reported on the report socket (3), as a cold init's.
+void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
+                    const ForkHooks& hooks) noexcept;
+
+}  // namespace mcpexec::sandbox

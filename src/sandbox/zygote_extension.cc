@@ -1,0 +1,114 @@
+// mcp_exec_zygote: the CPython extension a zygote's agent (warm_agent.cc) sets each run up
+// with. It is the zygote-run code of sandbox/child (zygote_run.h, steps.h), compiled for the
+// interpreter of the rootfs against the stable ABI, so that a run forked from the zygote takes
+// the very steps a cold init takes. Embedded in the binary (zygote_extension.h) and handed to
+// the zygote as a memfd: nothing is installed in the rootfs. docs/engine.md says why an
+// extension and not an embedded interpreter.
+#define Py_LIMITED_API 0x030B0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "sandbox/child/zygote_run.h"
+
+namespace {
+
+using mcpexec::sandbox::ZygoteRunView;
+
+ZygoteRunView* configured = nullptr;
+
+// This process's argument area (fields 48 and 49 of /proc/self/stat): the runs' inits hide it.
+bool OwnArgumentArea(char** start, size_t* len) {
+  char stat[4096];
+  const int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  if (n <= 0) return false;
+  stat[n] = '\0';
+  const char* p = strrchr(stat, ')');
+  if (p == nullptr) return false;
+  ++p;
+  unsigned long long values[2] = {};
+  // After the ")": field 3 onwards, one space before each.
+  for (int field = 3; field <= 49 && *p == ' '; ++field) {
+    char* end;
+    const unsigned long long value = strtoull(p + 1, &end, 10);
+    if (field >= 48) values[field - 48] = value;
+    p = end;
+    while (*p != ' ' && *p != '\0') ++p;
+  }
+  if (values[0] == 0 || values[1] <= values[0]) return false;
+  *start = reinterpret_cast<char*>(values[0]);
+  *len = static_cast<size_t>(values[1] - values[0]);
+  return true;
+}
+
+// configure(blob): what the zygote's runs set up (PackZygoteRun), once.
+PyObject* Configure(PyObject*, PyObject* blob) {
+  char* data;
+  Py_ssize_t size;
+  if (PyBytes_AsStringAndSize(blob, &data, &size) != 0) return nullptr;
+  if (configured != nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "the zygote's runs are configured already");
+    return nullptr;
+  }
+  void* copy = aligned_alloc(16, (static_cast<size_t>(size) + 15) / 16 * 16);
+  if (copy == nullptr) return PyErr_NoMemory();
+  memcpy(copy, data, static_cast<size_t>(size));
+  ZygoteRunView* run = mcpexec::sandbox::RelocateZygoteRun(copy, static_cast<size_t>(size));
+  if (run == nullptr) {
+    free(copy);
+    PyErr_SetString(PyExc_ValueError, "not a zygote run set-up from this build of mcp-exec");
+    return nullptr;
+  }
+  if (!OwnArgumentArea(&run->plan.supervisor_args, &run->plan.supervisor_args_len)) {
+    run->plan.supervisor_args = nullptr;
+    run->plan.supervisor_args_len = 0;
+  }
+  configured = run;
+  Py_RETURN_NONE;
+}
+
+void BeforeFork() { PyOS_BeforeFork(); }
+void AfterForkInChild() { PyOS_AfterFork_Child(); }
+
+// run((stdin, stdout, stderr, report, start), zygote_pid): in a process the zygote has just
+// forked. Returns only in the run's program process (EnterZygoteRun).
+PyObject* Run(PyObject*, PyObject* args) {
+  int fds[5];
+  int zygote;
+  if (!PyArg_ParseTuple(args, "(iiiii)i", &fds[0], &fds[1], &fds[2], &fds[3], &fds[4],
+                        &zygote)) {
+    return nullptr;
+  }
+  if (configured == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "configure() the zygote's runs first");
+    return nullptr;
+  }
+  mcpexec::sandbox::EnterZygoteRun(*configured, fds, zygote, {BeforeFork, AfterForkInChild});
+  Py_RETURN_NONE;
+}
+
+PyMethodDef methods[] = {
+    {"configure", Configure, METH_O, "configure(blob): what the zygote's runs set up"},
+    {"run", Run, METH_VARARGS,
+     "run(fds, zygote_pid): set up a forked run; returns in its program's process only"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "mcp_exec_zygote", "A zygote's run set-up (mcp-exec).", -1, methods,
+    nullptr, nullptr, nullptr, nullptr,
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) PyObject* PyInit_mcp_exec_zygote() {
+  return PyModule_Create(&module);
+}
