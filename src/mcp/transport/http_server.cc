@@ -49,6 +49,24 @@ bool IsStateless(const Request& req) {
   return IsStatelessProtocolVersion(Header(req, kVersionHeader).value_or(std::string_view()));
 }
 
+// The form of a request's reply that the Accept header asks for.
+transport::ResponseMode AcceptedMode(const Request& req) {
+  return transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
+}
+
+// False after answering 406: the Accept header allows neither JSON nor an event stream.
+bool CheckAcceptable(Response& res, transport::ResponseMode mode) {
+  if (mode != transport::ResponseMode::kNotAcceptable) return true;
+  SendRpcError(res, 406, kTransportError,
+               "Not Acceptable: Accept must allow application/json or text/event-stream");
+  return false;
+}
+
+// Answers 400 for request `id`, whose body says what its headers do not.
+void SendHeaderMismatch(Response& res, const jsonrpc::Id& id, const std::string& why) {
+  SendJson(res, 400, jsonrpc::MakeError(id, kHeaderMismatch, "Header mismatch: " + why));
+}
+
 // Fits the connection caps into the descriptor limit, first raising the soft limit to the hard
 // one (sandboxes get their own, lower, RLIMIT_NOFILE). A request being served needs a socket and,
 // while it streams, an eventfd; an idle connection needs its socket. More connections than the
@@ -103,7 +121,10 @@ class HttpServer::Impl final : public http::Handler {
   void Handle(Request& req, Response& res) override;
   void Answered(int status) noexcept override;
 
+  // POST /mcp: the steps both revisions share (the body read, parsed and its revision checked),
+  // then the message goes to PostSession or PostStateless, as the revision says.
   void PostMcp(const Request& req, Response& res);
+  void PostSession(const Request& req, Response& res, jsonrpc::Incoming incoming);
   void PostStateless(const Request& req, Response& res, jsonrpc::Incoming incoming);
   bool RefuseStateless(const Request& req, Response& res);
   void GetMcp(const Request& req, Response& res);
@@ -340,24 +361,25 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   if (!CheckProtocolVersion(req, res, parsed ? parsed->id : jsonrpc::Id(nullptr))) return;
   if (IsStateless(req)) {
     PostStateless(req, res, std::move(incoming));
-    return;
+  } else {
+    PostSession(req, res, std::move(incoming));
   }
+}
+
+// A message of the session revisions: initialize opens a session, every other message names one
+// in Mcp-Session-Id.
+void HttpServer::Impl::PostSession(const Request& req, Response& res,
+                                   jsonrpc::Incoming incoming) {
   const auto* request = std::get_if<jsonrpc::Request>(&incoming);
   const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
   const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
-  const transport::ResponseMode mode =
-      transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
-  if (request && mode == transport::ResponseMode::kNotAcceptable) {
-    SendRpcError(res, 406, kTransportError,
-                 "Not Acceptable: Accept must allow application/json or text/event-stream");
-    return;
-  }
+  const transport::ResponseMode mode = AcceptedMode(req);
+  if (request && !CheckAcceptable(res, mode)) return;
   // A body that names a revision the header does not: the server core would take it for a
   // stateless request, while a proxy routes it by the header.
   if (request) {
     if (auto why = transport::VersionMismatch(Header(req, kVersionHeader), *request, false)) {
-      SendJson(res, 400,
-               jsonrpc::MakeError(request->id, kHeaderMismatch, "Header mismatch: " + *why));
+      SendHeaderMismatch(res, request->id, *why);
       return;
     }
   }
@@ -463,17 +485,11 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
   const transport::MetadataHeaders headers{Header(req, kVersionHeader), Header(req, "Mcp-Method"),
                                       Header(req, "Mcp-Name")};
   if (auto why = transport::MetadataMismatch(headers, *request)) {
-    SendJson(res, 400,
-             jsonrpc::MakeError(request->id, kHeaderMismatch, "Header mismatch: " + *why));
+    SendHeaderMismatch(res, request->id, *why);
     return;
   }
-  const transport::ResponseMode mode =
-      transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
-  if (mode == transport::ResponseMode::kNotAcceptable) {
-    SendRpcError(res, 406, kTransportError,
-                 "Not Acceptable: Accept must allow application/json or text/event-stream");
-    return;
-  }
+  const transport::ResponseMode mode = AcceptedMode(req);
+  if (!CheckAcceptable(res, mode)) return;
   std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
   const jsonrpc::Id id = request->id;
