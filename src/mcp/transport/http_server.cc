@@ -127,6 +127,14 @@ class HttpServer::Impl final : public http::Handler {
   void PostSession(const Request& req, Response& res, jsonrpc::Incoming incoming);
   void PostStateless(const Request& req, Response& res, jsonrpc::Incoming incoming);
   bool RefuseStateless(const Request& req, Response& res);
+  // The session a message of the session revisions goes to: a new one for initialize, its id in
+  // `*new_id`, or the one Mcp-Session-Id names. nullptr after answering.
+  std::shared_ptr<Session> SessionFor(const Request& req, Response& res,
+                                      const jsonrpc::Incoming& incoming, std::string* new_id);
+  // Counts `queue` among the open requests of the session Mcp-Session-Id names; false after
+  // answering 429 when the session has its maximum open.
+  bool TrackReply(const Request& req, Response& res, const Session& session,
+                  const std::shared_ptr<transport::MessageQueue>& queue);
   void GetMcp(const Request& req, Response& res);
   void DeleteMcp(const Request& req, Response& res);
   void GetSse(const Request& req, Response& res);
@@ -366,12 +374,62 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   }
 }
 
+std::shared_ptr<Session> HttpServer::Impl::SessionFor(const Request& req, Response& res,
+                                                     const jsonrpc::Incoming& incoming,
+                                                     std::string* new_id) {
+  const auto* request = std::get_if<jsonrpc::Request>(&incoming);
+  const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
+  if (!req.head.HasHeader(kSessionHeader)) {
+    if (invalid) {
+      SendJson(res, 400, invalid->error_response);
+      return nullptr;
+    }
+    if (!request || request->method != "initialize") {
+      SendRpcError(res, 400, kTransportError, "Bad Request: Mcp-Session-Id header is required");
+      return nullptr;
+    }
+    std::optional<std::string> id = NewSessionId(res);
+    if (!id) return nullptr;
+    *new_id = std::move(*id);
+    return server_.NewSession(SessionLabel(*new_id));
+  }
+  std::shared_ptr<Session> session = SessionFromHeader(req, res);
+  if (!session) return nullptr;
+  // Not a JSON-RPC message: refused at the HTTP level too (as the TypeScript SDK's server
+  // does), with the JSON-RPC error (-32700, or -32600) as the body.
+  if (invalid) {
+    log::Warn("invalid message",
+              {{"session", session->Id()}, {"error", invalid->error_response["error"]}});
+    SendJson(res, 400, invalid->error_response);
+    return nullptr;
+  }
+  return session;
+}
+
+bool HttpServer::Impl::TrackReply(const Request& req, Response& res, const Session& session,
+                                  const std::shared_ptr<transport::MessageQueue>& queue) {
+  if (sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue,
+                           options_.max_open_per_session)) {
+    return true;
+  }
+  if (auto held = session_busy_log_.Allow()) {
+    log::Warn("too many requests open in one session: refusing with 429",
+              {{"session", session.Id()},
+               {"max_open_per_session", options_.max_open_per_session},
+               {"held_back", *held}});
+  }
+  SendRpcError(res, 429, kTransportError,
+               "Too Many Requests: this session has " +
+                   std::to_string(options_.max_open_per_session) +
+                   " requests open; send more once one has its answer");
+  return false;
+}
+
 // A message of the session revisions: initialize opens a session, every other message names one
 // in Mcp-Session-Id.
 void HttpServer::Impl::PostSession(const Request& req, Response& res,
                                    jsonrpc::Incoming incoming) {
   const auto* request = std::get_if<jsonrpc::Request>(&incoming);
-  const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
   const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
   const transport::ResponseMode mode = AcceptedMode(req);
   if (request && !CheckAcceptable(res, mode)) return;
@@ -384,51 +442,13 @@ void HttpServer::Impl::PostSession(const Request& req, Response& res,
     }
   }
 
-  std::shared_ptr<Session> session;
   std::string new_id;
-  if (!req.head.HasHeader(kSessionHeader)) {
-    if (invalid) {
-      SendJson(res, 400, invalid->error_response);
-      return;
-    }
-    if (!request || request->method != "initialize") {
-      SendRpcError(res, 400, kTransportError, "Bad Request: Mcp-Session-Id header is required");
-      return;
-    }
-    std::optional<std::string> id = NewSessionId(res);
-    if (!id) return;
-    new_id = std::move(*id);
-    session = server_.NewSession(SessionLabel(new_id));
-  } else {
-    session = SessionFromHeader(req, res);
-    if (!session) return;
-    // Not a JSON-RPC message: refused at the HTTP level too (as the TypeScript SDK's server
-    // does), with the JSON-RPC error (-32700, or -32600) as the body.
-    if (invalid) {
-      log::Warn("invalid message",
-                {{"session", session->Id()}, {"error", invalid->error_response["error"]}});
-      SendJson(res, 400, invalid->error_response);
-      return;
-    }
-  }
-
+  std::shared_ptr<Session> session = SessionFor(req, res, incoming, &new_id);
+  if (!session) return;
   std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
   // Counted before the request runs, so that a session at its budget starts nothing more.
-  if (new_id.empty() && !sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue,
-                                              options_.max_open_per_session)) {
-    if (auto held = session_busy_log_.Allow()) {
-      log::Warn("too many requests open in one session: refusing with 429",
-                {{"session", session->Id()},
-                 {"max_open_per_session", options_.max_open_per_session},
-                 {"held_back", *held}});
-    }
-    SendRpcError(res, 429, kTransportError,
-                 "Too Many Requests: this session has " +
-                     std::to_string(options_.max_open_per_session) +
-                     " requests open; send more once one has its answer");
-    return;
-  }
+  if (new_id.empty() && !TrackReply(req, res, *session, queue)) return;
   const Handled handled = session->Handle(std::move(incoming), ReplySink(queue, mode));
 
   if (!new_id.empty()) {
