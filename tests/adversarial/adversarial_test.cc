@@ -130,7 +130,9 @@ TEST(ProbeExpectations, ListEveryProbeAndNoOther) {
   std::set<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(MCPEXEC_ADVERSARIAL_PROBES_DIR)) {
     const std::string file = entry.path().filename();
-    if (file.ends_with(".py") && !file.starts_with("_")) files.insert(file.substr(0, file.size() - 3));
+    if (file.ends_with(".py") && !file.starts_with("_")) {
+      files.insert(file.substr(0, file.size() - 3));
+    }
   }
   std::set<std::string> listed;
   for (const auto& [name, expected] : all["probes"].items()) {

@@ -42,8 +42,8 @@ class Adversarial : public SandboxTest {
                            const LaunchOptions& options = {});
 
   // RunProbe, then checks that the probe is expected to be contained and that the run was a
-  // normal one that exited 0 with a report whose "escaped" list is empty. Returns the report's "observed" object (an empty object when there
-  // is no report; the failure is recorded).
+  // normal one that exited 0 with a report whose "escaped" list is empty. Returns the report's
+  // "observed" object (an empty object when there is no report; the failure is recorded).
   nlohmann::json Contained(const std::string& name,
                            const nlohmann::json& params = nlohmann::json::object(),
                            const std::vector<std::string>& extra_args = {},
