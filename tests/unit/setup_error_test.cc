@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "../support/temp_dir.h"
+
 namespace mcpexec::sandbox {
 namespace {
 
@@ -85,6 +90,56 @@ TEST(IdMapError, RootGetsTheUidFixAndOthersTheUsernsOnes) {
   e = IdMapError(cause, f);
   EXPECT_THAT(e.message, HasSubstr("kernel.unprivileged_userns_clone is 0"));
   EXPECT_EQ(e.fixes, ExplainUserns(f).fixes);
+}
+
+// A plan compiled on a directory that looks enough like a rootfs (as in plan_test.cc).
+class ChildErrorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    namespace fs = std::filesystem;
+    for (const char* d : {"proc", "dev", "tmp", "usr/bin"}) {
+      fs::create_directories(Root() + "/" + d);
+    }
+    std::ofstream(Root() + "/usr/bin/python3") << "#!/bin/false\n";
+    fs::permissions(Root() + "/usr/bin/python3", fs::perms::owner_all);
+    SandboxSpec spec;
+    spec.rootfs = Root();
+    spec.outside_uid = 1000;
+    spec.outside_gid = 1000;
+    spec.seccomp_profile = kSeccompUnconfined;
+    auto plan = Compile(spec, limits::MakeRlimitBackend(limits::ResourceLimits{}));
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    plan_ = std::move(*plan);
+  }
+  std::string Root() const { return dir_.Path(); }
+  static ChildReport Failure(ChildStep step, int err) {
+    ChildReport report{};
+    report.type = ReportType::kFailure;
+    report.step = step;
+    report.sys_errno = err;
+    return report;
+  }
+
+  testing::TempDir dir_;
+  std::shared_ptr<const LaunchPlan> plan_;
+};
+
+TEST_F(ChildErrorTest, MissingInterpreterCarriesTheRootfsFixes) {
+  Error e = ChildError(*plan_, Failure(ChildStep::kExec, ENOENT), UsernsFacts{});
+  EXPECT_EQ(e.code, ErrorCode::kNotFound);
+  EXPECT_THAT(e.message, HasSubstr("is missing from the rootfs"));
+  EXPECT_THAT(e.message, Not(HasSubstr("tools/build-rootfs")));
+  EXPECT_THAT(e.fixes, ElementsAre(HasSubstr("tools/build-rootfs"), HasSubstr("MCP_EXEC_PYTHON")));
+}
+
+TEST_F(ChildErrorTest, RefusedMountCarriesTheUsernsAndHiddenProcFixes) {
+  UsernsFacts f;
+  f.apparmor_restrict = 1;
+  Error e = ChildError(*plan_, Failure(ChildStep::kMountOp, EPERM), f);
+  EXPECT_THAT(e.message, HasSubstr("AppArmor restricts unprivileged user namespaces"));
+  std::vector<std::string> expected = ExplainUserns(f).fixes;
+  for (const std::string& fix : HiddenProcFixes()) expected.push_back(fix);
+  EXPECT_EQ(e.fixes, expected);
 }
 
 }  // namespace
