@@ -155,56 +155,6 @@ int ExitStatus(const std::vector<Check>& checks) {
   return 0;
 }
 
-Explained SplitFixes(const std::string& message) {
-  const std::vector<std::string> lines = SplitLines(message);
-  size_t fix_line = lines.size();
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].starts_with("Fix one of:") || lines[i].starts_with("Fix:")) {
-      fix_line = i;
-      break;
-    }
-  }
-  Explained e;
-  if (fix_line == lines.size()) {
-    // "<reason>. Fix: <what to do>" on one line (setup_error's messages).
-    const size_t at = message.find(". Fix: ");
-    if (at == std::string::npos) {
-      e.why = message;
-    } else {
-      e.why = message.substr(0, at);
-      e.fixes.push_back(message.substr(at + 7));
-    }
-    return e;
-  }
-  std::vector<std::string> why(lines.begin(), lines.begin() + static_cast<long>(fix_line));
-  if (lines[fix_line].starts_with("Fix:")) {
-    const std::string rest = lines[fix_line].substr(4);
-    const size_t start = rest.find_first_not_of(' ');
-    if (start != std::string::npos) e.fixes.push_back(rest.substr(start));
-  }
-  size_t item_indent = std::string::npos;  // where the current item's "- " starts
-  for (size_t i = fix_line + 1; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
-    const size_t indent = line.find_first_not_of(' ');
-    if (indent == std::string::npos) continue;
-    if (indent == 0) {
-      item_indent = std::string::npos;
-      if (line.find("mcp-exec doctor") == std::string::npos) why.push_back(line);
-    } else if (line.compare(indent, 2, "- ") == 0 &&
-               (item_indent == std::string::npos || indent <= item_indent)) {
-      e.fixes.push_back(line.substr(indent + 2));
-      item_indent = indent;
-    } else if (item_indent != std::string::npos) {
-      // A continuation keeps its indentation relative to the item's text.
-      e.fixes.back() += "\n" + line.substr(std::min(indent, item_indent + 2));
-    } else {
-      why.push_back(line);
-    }
-  }
-  e.why = Join(why, "\n");
-  return e;
-}
-
 Check UsernsCheck(const sandbox::UsernsFacts& facts, const UsernsProbe& probe) {
   Check c = NewCheck(kUsernsCheck);
   if (probe.failed == UsernsProbe::Step::kNone) {
@@ -243,26 +193,16 @@ Check UsernsCheck(const sandbox::UsernsFacts& facts, const UsernsProbe& probe) {
             ": the kernel allows that only while no part of /proc is hidden, and "
             "mounts cover " +
             Join(probe.proc_overmounts, ", ");
-        c.fixes = {
-            "under systemd, turn off ProtectKernelTunables=, ProtectKernelLogs=, "
-            "ProtectProc= and ProcSubset= for mcp-exec (packaging/systemd/"
-            "mcp-exec.service leaves them off)",
-            "in a container, run mcp-exec on the host, or unmask the container's /proc "
-            "(docker --security-opt systempaths=unconfined, podman --security-opt "
-            "unmask=ALL)"};
+        c.fixes = sandbox::HiddenProcFixes();
         return c;
       }
       break;
     case UsernsProbe::Step::kNone:
       break;
   }
-  Explained hint = SplitFixes(sandbox::UsernsHint(facts));
-  if (hint.fixes.empty()) {
-    c.fixes = {hint.why};
-  } else {
-    c.detail += ": " + hint.why;
-    c.fixes = std::move(hint.fixes);
-  }
+  sandbox::UsernsHint hint = sandbox::ExplainUserns(facts);
+  c.detail += ": " + hint.why;
+  c.fixes = std::move(hint.fixes);
   c.detail += "\n(sysctls: " + SysctlSummary(facts) + ")";
   return c;
 }
@@ -392,7 +332,7 @@ Check RootfsMissing(const std::string& rootfs, const Error& error) {
   Check c = NewCheck(kRootfsCheck, Status::kFail);
   c.detail = error.message;
   if (error.message.find(rootfs) == std::string::npos) c.detail += " (rootfs " + rootfs + ")";
-  c.fixes = RootfsFixes(error.message);
+  c.fixes = error.fixes.empty() ? RootfsFixes(error.message) : error.fixes;
   return c;
 }
 
@@ -407,9 +347,8 @@ Check RootfsSkipped(const std::string& rootfs, const std::string& interpreter) {
 Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run) {
   Check c = NewCheck(kRootfsCheck, Status::kFail);
   if (!run.ok()) {
-    Explained e = SplitFixes(run.error().message);
-    c.detail = "the test run in a sandbox failed: " + e.why;
-    c.fixes = e.fixes.empty() ? RootfsFixes(run.error().message) : std::move(e.fixes);
+    c.detail = "the test run in a sandbox failed: " + run.error().message;
+    c.fixes = run.error().fixes.empty() ? RootfsFixes(run.error().message) : run.error().fixes;
     return c;
   }
   const sandbox::RunResult& r = *run;

@@ -35,7 +35,7 @@ struct Check {
   Status status = Status::kOk;
   // What was found, or why it fails. May span lines; the first is the headline.
   std::string detail;
-  // Ways to fix it, each printed as a "fix:" line (may span lines).
+  // Ways to fix it, each printed as a "fix:" line (may span lines); an Error's fixes as they are.
   std::vector<std::string> fixes;
 };
 
@@ -45,16 +45,6 @@ std::string Render(const Check& check);
 
 // 0 when no check failed, else 1.
 int ExitStatus(const std::vector<Check>& checks);
-
-// An error message split into its reason and its fixes. Understands the two forms mcp-exec's
-// messages use: "reason. Fix: what to do" on one line, and a "Fix one of:" line followed by
-// "  - " items (deeper-indented lines continue an item). A trailing line that points to
-// `mcp-exec doctor` is dropped. Without either form, everything is the reason.
-struct Explained {
-  std::string why;
-  std::vector<std::string> fixes;
-};
-Explained SplitFixes(const std::string& message);
 
 // The probe of user namespaces: a child unshares them as mcp-exec's sandboxes do, makes a
 // mount in them (which AppArmor's restriction of unprivileged user namespaces refuses), and
@@ -69,8 +59,8 @@ struct UsernsProbe {
   std::vector<std::string> proc_overmounts;
 };
 
-// Check 1. The probe decides; the sysctls explain a failure and give its fix (setup_error's
-// UsernsHint, the message a failed sandbox start gives).
+// Check 1. The probe decides; the sysctls explain a failure and give its fixes (setup_error's
+// ExplainUserns, as a failed sandbox start gives them).
 Check UsernsCheck(const sandbox::UsernsFacts& facts, const UsernsProbe& probe);
 
 // Check 2: the backend OpenBackend() chose, or why none is usable.

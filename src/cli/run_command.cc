@@ -138,13 +138,13 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
   config->engine = config::EngineFromName(options.engine).value_or(config::EngineKind::kCold);
   auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kOneShot);
   if (!engine.ok()) {
-    std::cerr << "mcp-exec: " << engine.error().message << "\n";
+    std::cerr << "mcp-exec: " << ErrorText(engine.error()) << "\n";
     return kExitSetupFailed;
   }
   auto result = options.session ? exec::ExecuteInSession(**engine, *config, *valid)
                                  : exec::Execute(**engine, *config, *valid);
   if (!result.ok()) {
-    std::cerr << "mcp-exec: " << result.error().message << "\n";
+    std::cerr << "mcp-exec: " << ErrorText(result.error()) << "\n";
     return kExitSetupFailed;
   }
   std::vector<exec::FileReport> files = exec::ReportOutputs(

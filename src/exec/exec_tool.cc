@@ -214,7 +214,7 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
     record(Outcome::kSetupError, duration);
     meta["error"] = result.error().message;
     log::Error("exec failed", meta);
-    return mcp::ToolError(result.error().message);
+    return mcp::ToolError(ErrorText(result.error()));
   }
   const uint64_t output_bytes = result->stdout_data.size() + result->stderr_data.size();
   record(ClassifyRun(*result), duration, result->cancelled ? 0 : output_bytes);
@@ -240,7 +240,7 @@ json ExecTool::CallInSession(const std::string& handle, const ValidRequest& requ
     if (metrics_) metrics_->Record(outcome, std::chrono::steady_clock::now() - started, 0);
     meta["error"] = error.message;
     log::Info("exec in a session refused", meta);
-    return mcp::ToolError(error.message);
+    return mcp::ToolError(ErrorText(error));
   };
   std::string name = handle;
   if (name.empty()) {

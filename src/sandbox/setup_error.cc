@@ -63,25 +63,34 @@ UsernsFacts ReadUsernsFacts() {
   return f;
 }
 
-std::string UsernsHint(const UsernsFacts& f) {
+UsernsHint ExplainUserns(const UsernsFacts& f) {
   if (f.max_user_namespaces && *f.max_user_namespaces == 0) {
-    return "user namespaces are disabled: user.max_user_namespaces is 0. Fix: sysctl -w "
-           "user.max_user_namespaces=15000 (and set it in /etc/sysctl.d/ to keep it)";
+    return {"user namespaces are disabled: user.max_user_namespaces is 0",
+            {"sysctl -w user.max_user_namespaces=15000 (and set it in /etc/sysctl.d/ to keep "
+             "it)"}};
   }
   if (!f.root && f.unprivileged_userns_clone && *f.unprivileged_userns_clone == 0) {
-    return "unprivileged user namespaces are disabled: kernel.unprivileged_userns_clone is 0. "
-           "Fix: sysctl -w kernel.unprivileged_userns_clone=1 (and set it in /etc/sysctl.d/)";
+    return {"unprivileged user namespaces are disabled: kernel.unprivileged_userns_clone is 0",
+            {"sysctl -w kernel.unprivileged_userns_clone=1 (and set it in /etc/sysctl.d/)"}};
   }
   if (!f.root && f.apparmor_restrict && *f.apparmor_restrict == 1) {
-    return "AppArmor restricts unprivileged user namespaces "
-           "(kernel.apparmor_restrict_unprivileged_userns=1). Fix: install an AppArmor profile "
-           "for mcp-exec that grants 'userns,', or sysctl -w "
-           "kernel.apparmor_restrict_unprivileged_userns=0";
+    return {"AppArmor restricts unprivileged user namespaces "
+            "(kernel.apparmor_restrict_unprivileged_userns=1)",
+            {"install an AppArmor profile for mcp-exec that grants 'userns,'",
+             "or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"}};
   }
-  return "user namespaces are not available here: the limit on them may be reached "
-         "(user.max_user_namespaces), or a container runtime's seccomp or AppArmor profile "
-         "forbids them (run mcp-exec on the host, or give its container "
-         "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)";
+  return {"user namespaces are not available here: the limit on them may be reached "
+          "(user.max_user_namespaces), or a container runtime's seccomp or AppArmor profile "
+          "forbids them",
+          {"run mcp-exec on the host, or give its container --security-opt seccomp=unconfined "
+           "--security-opt apparmor=unconfined"}};
+}
+
+std::vector<std::string> HiddenProcFixes() {
+  return {"under systemd, turn off ProtectKernelTunables=, ProtectKernelLogs=, ProtectProc= and "
+          "ProcSubset= for mcp-exec (packaging/systemd/mcp-exec.service leaves them off)",
+          "in a container, run mcp-exec on the host, or unmask the container's /proc (docker "
+          "--security-opt systempaths=unconfined, podman --security-opt unmask=ALL)"};
 }
 
 Error CloneError(int err, const UsernsFacts& facts) {
@@ -95,17 +104,24 @@ Error CloneError(int err, const UsernsFacts& facts) {
                  "cannot create the sandbox: clone3 failed with " + ErrnoText(err) +
                      ": the host is out of processes or memory"};
   }
+  UsernsHint hint = ExplainUserns(facts);
   return Error{ErrorCode::kUnavailable, err,
                "cannot create the sandbox's namespaces: clone3 failed with " + ErrnoText(err) +
-                   ". " + UsernsHint(facts)};
+                   ". " + hint.why,
+               std::move(hint.fixes)};
 }
 
 Error IdMapError(const Error& cause, const UsernsFacts& facts) {
-  std::string fix = facts.root
-                        ? "check that the configured host uid/gid exist as numbers and are not 0"
-                        : UsernsHint(facts);
-  return Error{ErrorCode::kUnavailable, cause.sys_errno,
-               "cannot map the sandbox's user: " + cause.message + ". " + fix};
+  Error error{ErrorCode::kUnavailable, cause.sys_errno,
+              "cannot map the sandbox's user: " + cause.message};
+  if (facts.root) {
+    error.fixes = {"check that the configured host uid/gid exist as numbers and are not 0"};
+  } else {
+    UsernsHint hint = ExplainUserns(facts);
+    error.message += ". " + hint.why;
+    error.fixes = std::move(hint.fixes);
+  }
+  return error;
 }
 
 std::string StepName(const LaunchPlan& plan, const ChildReport& report) {
@@ -118,25 +134,29 @@ std::string StepName(const LaunchPlan& plan, const ChildReport& report) {
 
 Error ChildError(const LaunchPlan& plan, const ChildReport& report, const UsernsFacts& facts) {
   const int err = report.sys_errno;
-  std::string message =
-      "sandbox set-up failed: could not " + StepName(plan, report) + ": " + ErrnoText(err);
-  ErrorCode code = ErrorCode::kUnavailable;
+  Error error{ErrorCode::kUnavailable, err,
+              "sandbox set-up failed: could not " + StepName(plan, report) + ": " +
+                  ErrnoText(err)};
   if (report.step == ChildStep::kExec && err == ENOENT) {
-    code = ErrorCode::kNotFound;
-    message += ". The interpreter " + plan.ExecPath() +
-               " (or its ELF loader) is missing from the rootfs; rebuild it with "
-               "tools/build-rootfs or set MCP_EXEC_PYTHON";
+    error.code = ErrorCode::kNotFound;
+    error.message += ". The interpreter " + plan.ExecPath() +
+                     " (or its ELF loader) is missing from the rootfs " + plan.Spec().rootfs;
+    error.fixes = {"rebuild the rootfs with tools/build-rootfs",
+                   "or set MCP_EXEC_PYTHON to an interpreter the rootfs has"};
   } else if (report.step == ChildStep::kMountOp && (err == EPERM || err == EACCES)) {
-    message += ". Mounting inside the sandbox's user namespace was refused. " +
-               UsernsHint(facts) +
-               ". Inside a container, the host's /proc must not have paths mounted over it "
-               "for a fresh /proc to be allowed";
+    // Either the user namespace forbids mounts, or (for a fresh /proc) parts of the host's
+    // /proc are mounted over; the report cannot tell which.
+    UsernsHint hint = ExplainUserns(facts);
+    error.message += ". Mounting inside the sandbox's user namespace was refused: " + hint.why +
+                     "; or, for a fresh /proc, parts of the host's /proc are mounted over";
+    error.fixes = std::move(hint.fixes);
+    for (std::string& fix : HiddenProcFixes()) error.fixes.push_back(std::move(fix));
   } else if (report.step == ChildStep::kMountOp && err == ENOENT) {
-    message += ". A path the sandbox needs is missing (rootfs " + plan.Spec().rootfs + ")";
+    error.message += ". A path the sandbox needs is missing (rootfs " + plan.Spec().rootfs + ")";
   } else if (report.step == ChildStep::kWaitGo) {
-    message = "sandbox set-up stopped: the supervisor went away before the sandbox started";
+    error.message = "sandbox set-up stopped: the supervisor went away before the sandbox started";
   }
-  return Error{code, err, message};
+  return error;
 }
 
 }  // namespace mcpexec::sandbox

@@ -1,8 +1,10 @@
-// Turns set-up failures (clone refused, a child step's errno) into one message that names the
-// cause and the fix.
+// Turns set-up failures (clone refused, a child step's errno) into an Error whose message names
+// the cause and whose fixes (Error::fixes) say what to do about it.
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "sandbox/child/plan_view.h"
@@ -20,8 +22,16 @@ struct UsernsFacts {
 
 UsernsFacts ReadUsernsFacts();
 
-// The sentence that says why user namespaces are unavailable and how to allow them.
-std::string UsernsHint(const UsernsFacts& facts);
+// Why user namespaces are unavailable, and the ways to allow them.
+struct UsernsHint {
+  std::string why;                 // "user namespaces are disabled: ..."
+  std::vector<std::string> fixes;  // commands or steps, as Error::fixes
+};
+UsernsHint ExplainUserns(const UsernsFacts& facts);
+
+// The ways to let a fresh /proc be mounted when parts of the host's are mounted over (systemd's
+// Protect* options, a container's masked paths).
+std::vector<std::string> HiddenProcFixes();
 
 Error CloneError(int err, const UsernsFacts& facts);
 Error IdMapError(const Error& cause, const UsernsFacts& facts);

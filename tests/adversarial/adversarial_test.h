@@ -22,9 +22,17 @@ namespace mcpexec::testing {
 // read.
 std::string ProbeSource(const std::string& name, std::string* problem);
 
+// What probes/expectations.json, which tools/security-compare reads too, says of probe `name`:
+// its catalogue "case", its "outcome" ("contained" when absent), the fixed "params" and "args" of
+// its runs, and the "host" set-up it needs. An empty object, with a recorded failure, for a probe
+// the file does not list.
+nlohmann::json ProbeExpectation(const std::string& name);
+
 class Adversarial : public SandboxTest {
  protected:
-  // Runs probe `name` with `params` as its stdin (--stdin) and `extra_args` after it.
+  // Runs probe `name` with its expected params (ProbeExpectation), updated with `params`, as its
+  // stdin (--stdin), and its expected args then `extra_args` after it. Records a failure when the
+  // expectations give the probe another catalogue case than the running test's name (FS_01_...).
   Outcome RunProbe(const std::string& name, const nlohmann::json& params = nlohmann::json::object(),
                    const std::vector<std::string>& extra_args = {},
                    const LaunchOptions& options = {});
@@ -33,9 +41,9 @@ class Adversarial : public SandboxTest {
                            const std::vector<std::string>& extra_args = {},
                            const LaunchOptions& options = {});
 
-  // RunProbe, then checks that the run was a normal one that exited 0 with a report whose
-  // "escaped" list is empty. Returns the report's "observed" object (an empty object when there
-  // is no report; the failure is recorded).
+  // RunProbe, then checks that the probe is expected to be contained and that the run was a
+  // normal one that exited 0 with a report whose "escaped" list is empty. Returns the report's
+  // "observed" object (an empty object when there is no report; the failure is recorded).
   nlohmann::json Contained(const std::string& name,
                            const nlohmann::json& params = nlohmann::json::object(),
                            const std::vector<std::string>& extra_args = {},

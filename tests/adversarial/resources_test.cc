@@ -28,7 +28,9 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-void ExpectKilledAtTimeout(const Outcome& r) {
+// Probe `probe`, expected to be killed at its timeout (probes/expectations.json), was.
+void ExpectKilledAtTimeout(const std::string& probe, const Outcome& r) {
+  EXPECT_EQ(ProbeExpectation(probe).value("outcome", ""), "timed out") << probe;
   ASSERT_TRUE(IsRunResult(r));
   EXPECT_EQ(r.json["timed_out"], true) << r.Describe();
   EXPECT_EQ(r.json["exit_code"], -1);
@@ -37,15 +39,15 @@ void ExpectKilledAtTimeout(const Outcome& r) {
 }
 
 TEST_P(Adversarial, RES_04_CpuBurnIsKilledAtTheTimeout) {
-  ExpectKilledAtTimeout(RunProbe("res04_cpu_burn", json::object(), {"--timeout", "1"}));
+  ExpectKilledAtTimeout("res04_cpu_burn", RunProbe("res04_cpu_burn"));
 }
 
 TEST_P(Adversarial, RES_05_BlockedProgramIsKilledAtTheTimeout) {
-  ExpectKilledAtTimeout(RunProbe("res05_blocked", json::object(), {"--timeout", "1"}));
+  ExpectKilledAtTimeout("res05_blocked", RunProbe("res05_blocked"));
 }
 
 TEST_P(Adversarial, RES_06_WorkspaceIsSizeCapped) {
-  json o = Contained("res06_disk_fill", json::object(), {"--workspace-bytes", "4m"});
+  json o = Contained("res06_disk_fill");
   EXPECT_EQ(o["size"], 4 << 20);
   EXPECT_EQ(o["write"], json("ENOSPC"));
   EXPECT_LE(o.value("written", -1L), 4 << 20);
@@ -54,7 +56,7 @@ TEST_P(Adversarial, RES_06_WorkspaceIsSizeCapped) {
 // Empty files cost no blocks: without nr_inodes= a size-capped tmpfs still takes millions of
 // them, each pinning kernel memory outside the workspace's size.
 TEST_P(Adversarial, RES_06_WorkspaceInodesAreCapped) {
-  json o = Contained("res06_inodes", {{"cap", 131072}}, {"--timeout", "60"});
+  json o = Contained("res06_inodes");
   for (const char* top : {"/tmp", "/dev/shm"}) {
     EXPECT_LE(o.value(std::string(top) + " inodes", -1L), 131072) << top;
     EXPECT_EQ(o[std::string(top) + " create"], json("ENOSPC")) << top;
@@ -62,7 +64,8 @@ TEST_P(Adversarial, RES_06_WorkspaceInodesAreCapped) {
 }
 
 TEST_P(Adversarial, RES_07_OutputFloodOnBothStreamsIsCapped) {
-  const Outcome r = RunProbe("res07_output_flood", {{"mib", 16}}, {}, SamplingPeakMemory());
+  EXPECT_EQ(ProbeExpectation("res07_output_flood").value("outcome", ""), "truncated");
+  const Outcome r = RunProbe("res07_output_flood", json::object(), {}, SamplingPeakMemory());
   ASSERT_TRUE(IsRunResult(r));
   EXPECT_EQ(r.json["exit_code"], 0) << r.Describe();
   EXPECT_EQ(r.json["truncated"], true);
@@ -212,7 +215,7 @@ TEST_P(Adversarial, RES_08_NothingOfARunRemainsOnTheHost) {
   const std::set<std::string> mounts_before = HostMounts();
   const std::set<std::string> owned_before =
       EntriesOwnedBy({"/tmp", "/var/tmp", "/dev/shm"}, host_uid);
-  BackgroundRun run = StartProbe("res08_nothing_remains", {{"marker", marker}}, {"--timeout", "30"},
+  BackgroundRun run = StartProbe("res08_nothing_remains", {{"marker", marker}}, {},
                                  WithEnv({"TMPDIR=" + tmpdir.Path()}));
   const std::vector<HostProcess> daemons = WaitForProcesses(marker, 1, milliseconds(10'000));
   ASSERT_EQ(daemons.size(), 1u) << "positive control: the daemon ran";
@@ -306,7 +309,7 @@ TEST_P(Adversarial, RES_09_SignalsReachOnlyTheSandbox) {
 TEST_P(Adversarial, RES_10_KillingTheSupervisorKillsTheSandbox) {
   const std::string marker = NewMarker("supervisor");
   BackgroundRun run =
-      StartProbe("res10_supervisor_killed", {{"marker", marker}}, {"--timeout", "60"});
+      StartProbe("res10_supervisor_killed", {{"marker", marker}});
   const std::vector<HostProcess> running = WaitForProcesses(marker, 2, milliseconds(5000));
   EXPECT_EQ(running.size(), 2u) << "positive control: " << DescribeProcesses(running);
   ASSERT_EQ(kill(run.Pid(), SIGKILL), 0);

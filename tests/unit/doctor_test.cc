@@ -83,28 +83,6 @@ TEST(DoctorExitStatus, OnlyFailFails) {
   EXPECT_EQ(ExitStatus({Check{"a", Status::kOk, "", {}}, Check{"b", Status::kFail, "", {}}}), 1);
 }
 
-// ------------------------------------------------------------------------------ SplitFixes
-
-TEST(DoctorSplitFixes, InlineFix) {
-  Explained e = SplitFixes("it is off: x is 0. Fix: sysctl -w x=1 (and keep it)");
-  EXPECT_EQ(e.why, "it is off: x is 0");
-  EXPECT_THAT(e.fixes, ElementsAre("sysctl -w x=1 (and keep it)"));
-}
-
-TEST(DoctorSplitFixes, ErrorTextReadsBackAsTheError) {
-  // ErrorText's form of an error reads back as the error.
-  const Error error = NoBackendError();
-  Explained e = SplitFixes(ErrorText(error));
-  EXPECT_EQ(e.why, error.message);
-  EXPECT_EQ(e.fixes, error.fixes);
-}
-
-TEST(DoctorSplitFixes, NoFixIsAllReason) {
-  Explained e = SplitFixes("something broke");
-  EXPECT_EQ(e.why, "something broke");
-  EXPECT_TRUE(e.fixes.empty());
-}
-
 // ------------------------------------------------------------------------- user namespaces
 
 TEST(DoctorUserns, ProbeThatWorksIsOkAndListsTheSysctls) {
@@ -140,9 +118,10 @@ TEST(DoctorUserns, UbuntuAppArmorRestrictionFailsAtTheMountWithProfileOrSysctlFi
   Check c = UsernsCheck(Facts(15000, std::nullopt, 1), Failed(UsernsProbe::Step::kMount, EPERM));
   EXPECT_EQ(c.status, Status::kFail);
   EXPECT_THAT(c.detail, HasSubstr("mount inside it failed with EPERM"));
-  ASSERT_EQ(c.fixes.size(), 1u);
-  EXPECT_THAT(c.fixes[0], HasSubstr("AppArmor profile"));
-  EXPECT_THAT(c.fixes[0], HasSubstr("kernel.apparmor_restrict_unprivileged_userns=0"));
+  EXPECT_THAT(c.detail, HasSubstr("AppArmor restricts unprivileged user namespaces"));
+  EXPECT_THAT(c.fixes, ElementsAre(HasSubstr("AppArmor profile"),
+                                   HasSubstr("sysctl -w kernel.apparmor_restrict_unprivileged_"
+                                             "userns=0")));
 }
 
 TEST(DoctorUserns, HiddenProcFailsNamingTheMountsAndTheSystemdOptions) {
@@ -161,8 +140,7 @@ TEST(DoctorUserns, ProcMountFailureWithoutOvermountsFallsBackToTheUsernsHint) {
   Check c =
       UsernsCheck(Facts(15000, std::nullopt, 1), Failed(UsernsProbe::Step::kProcMount, EPERM));
   EXPECT_EQ(c.status, Status::kFail);
-  ASSERT_EQ(c.fixes.size(), 1u);
-  EXPECT_THAT(c.fixes[0], HasSubstr("AppArmor profile"));
+  EXPECT_THAT(c.fixes, ElementsAre(HasSubstr("AppArmor profile"), HasSubstr("sysctl -w")));
 }
 
 TEST(DoctorUserns, AppArmorRestrictionThatDoesNotApplyIsOkWithANote) {
@@ -174,8 +152,19 @@ TEST(DoctorUserns, AppArmorRestrictionThatDoesNotApplyIsOkWithANote) {
 TEST(DoctorUserns, UnexplainedFailureGivesTheContainerHintAsTheFix) {
   Check c = UsernsCheck(Facts(15000, 1, std::nullopt), Failed(UsernsProbe::Step::kUnshare, EPERM));
   EXPECT_EQ(c.status, Status::kFail);
+  EXPECT_THAT(c.detail, HasSubstr("a container runtime's seccomp or AppArmor profile"));
   ASSERT_EQ(c.fixes.size(), 1u);
   EXPECT_THAT(c.fixes[0], HasSubstr("seccomp=unconfined"));
+}
+
+TEST(DoctorUserns, FixesAreTheOnesASandboxStartGives) {
+  // One source for the fixes: what doctor lists is what a failed start carries.
+  const sandbox::UsernsFacts facts = Facts(15000, std::nullopt, 1);
+  Check c = UsernsCheck(facts, Failed(UsernsProbe::Step::kUnshare, EPERM));
+  EXPECT_EQ(c.fixes, sandbox::CloneError(EPERM, facts).fixes);
+  UsernsProbe hidden = Failed(UsernsProbe::Step::kProcMount, EPERM);
+  hidden.proc_overmounts = {"/proc/sys"};
+  EXPECT_EQ(UsernsCheck(facts, hidden).fixes, sandbox::HiddenProcFixes());
 }
 
 TEST(DoctorUserns, RootIsNotSubjectToTheUnprivilegedSysctls) {
@@ -330,11 +319,22 @@ TEST(DoctorRootfs, OomAndTimeoutNameTheirLimits) {
   EXPECT_THAT(RootfsRun("/r", r).fixes[0], HasSubstr("MCP_EXEC_DEFAULT_TIMEOUT_S"));
 }
 
-TEST(DoctorRootfs, SetupErrorKeepsItsOwnFix) {
-  Check c = RootfsRun(
-      "/r", MakeError(ErrorCode::kUnavailable, "could not mount: EPERM. Fix: sysctl -w a=1"));
+TEST(DoctorRootfs, SetupErrorKeepsItsOwnFixes) {
+  Check c = RootfsRun("/r", MakeError(ErrorCode::kUnavailable, "could not mount: EPERM")
+                                .WithFixes({"sysctl -w a=1", "or this"}));
   EXPECT_EQ(c.status, Status::kFail);
-  EXPECT_THAT(c.fixes, ElementsAre("sysctl -w a=1"));
+  EXPECT_EQ(c.detail, "the test run in a sandbox failed: could not mount: EPERM");
+  EXPECT_THAT(c.fixes, ElementsAre("sysctl -w a=1", "or this"));
+}
+
+TEST(DoctorRootfs, SetupErrorWithoutFixesGetsTheRootfsOnes) {
+  Check c = RootfsRun("/r", MakeError(ErrorCode::kNotFound, "could not execute: ENOENT"));
+  EXPECT_THAT(c.fixes, ElementsAre(HasSubstr("tools/build-rootfs"), HasSubstr("MCP_EXEC_ROOTFS")));
+}
+
+TEST(DoctorRootfs, MissingRootfsListsTheErrorsOwnFixes) {
+  Check c = RootfsMissing("/r", MakeError(ErrorCode::kNotFound, "no python").WithFixes({"do x"}));
+  EXPECT_THAT(c.fixes, ElementsAre("do x"));
 }
 
 // --------------------------------------------------------------------------------- figures

@@ -49,6 +49,24 @@ bool IsStateless(const Request& req) {
   return IsStatelessProtocolVersion(Header(req, kVersionHeader).value_or(std::string_view()));
 }
 
+// The form of a request's reply that the Accept header asks for.
+transport::ResponseMode AcceptedMode(const Request& req) {
+  return transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
+}
+
+// False after answering 406: the Accept header allows neither JSON nor an event stream.
+bool CheckAcceptable(Response& res, transport::ResponseMode mode) {
+  if (mode != transport::ResponseMode::kNotAcceptable) return true;
+  SendRpcError(res, 406, kTransportError,
+               "Not Acceptable: Accept must allow application/json or text/event-stream");
+  return false;
+}
+
+// Answers 400 for request `id`, whose body says what its headers do not.
+void SendHeaderMismatch(Response& res, const jsonrpc::Id& id, const std::string& why) {
+  SendJson(res, 400, jsonrpc::MakeError(id, kHeaderMismatch, "Header mismatch: " + why));
+}
+
 // Fits the connection caps into the descriptor limit, first raising the soft limit to the hard
 // one (sandboxes get their own, lower, RLIMIT_NOFILE). A request being served needs a socket and,
 // while it streams, an eventfd; an idle connection needs its socket. More connections than the
@@ -103,9 +121,20 @@ class HttpServer::Impl final : public http::Handler {
   void Handle(Request& req, Response& res) override;
   void Answered(int status) noexcept override;
 
+  // POST /mcp: the steps both revisions share (the body read, parsed and its revision checked),
+  // then the message goes to PostSession or PostStateless, as the revision says.
   void PostMcp(const Request& req, Response& res);
+  void PostSession(const Request& req, Response& res, jsonrpc::Incoming incoming);
   void PostStateless(const Request& req, Response& res, jsonrpc::Incoming incoming);
   bool RefuseStateless(const Request& req, Response& res);
+  // The session a message of the session revisions goes to: a new one for initialize, its id in
+  // `*new_id`, or the one Mcp-Session-Id names. nullptr after answering.
+  std::shared_ptr<Session> SessionFor(const Request& req, Response& res,
+                                      const jsonrpc::Incoming& incoming, std::string* new_id);
+  // Counts `queue` among the open requests of the session Mcp-Session-Id names; false after
+  // answering 429 when the session has its maximum open.
+  bool TrackReply(const Request& req, Response& res, const Session& session,
+                  const std::shared_ptr<transport::MessageQueue>& queue);
   void GetMcp(const Request& req, Response& res);
   void DeleteMcp(const Request& req, Response& res);
   void GetSse(const Request& req, Response& res);
@@ -340,73 +369,86 @@ void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   if (!CheckProtocolVersion(req, res, parsed ? parsed->id : jsonrpc::Id(nullptr))) return;
   if (IsStateless(req)) {
     PostStateless(req, res, std::move(incoming));
-    return;
+  } else {
+    PostSession(req, res, std::move(incoming));
   }
+}
+
+std::shared_ptr<Session> HttpServer::Impl::SessionFor(const Request& req, Response& res,
+                                                     const jsonrpc::Incoming& incoming,
+                                                     std::string* new_id) {
   const auto* request = std::get_if<jsonrpc::Request>(&incoming);
   const auto* invalid = std::get_if<jsonrpc::Invalid>(&incoming);
-  const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
-  const transport::ResponseMode mode =
-      transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
-  if (request && mode == transport::ResponseMode::kNotAcceptable) {
-    SendRpcError(res, 406, kTransportError,
-                 "Not Acceptable: Accept must allow application/json or text/event-stream");
-    return;
+  if (!req.head.HasHeader(kSessionHeader)) {
+    if (invalid) {
+      SendJson(res, 400, invalid->error_response);
+      return nullptr;
+    }
+    if (!request || request->method != "initialize") {
+      SendRpcError(res, 400, kTransportError, "Bad Request: Mcp-Session-Id header is required");
+      return nullptr;
+    }
+    std::optional<std::string> id = NewSessionId(res);
+    if (!id) return nullptr;
+    *new_id = std::move(*id);
+    return server_.NewSession(SessionLabel(*new_id));
   }
+  std::shared_ptr<Session> session = SessionFromHeader(req, res);
+  if (!session) return nullptr;
+  // Not a JSON-RPC message: refused at the HTTP level too (as the TypeScript SDK's server
+  // does), with the JSON-RPC error (-32700, or -32600) as the body.
+  if (invalid) {
+    log::Warn("invalid message",
+              {{"session", session->Id()}, {"error", invalid->error_response["error"]}});
+    SendJson(res, 400, invalid->error_response);
+    return nullptr;
+  }
+  return session;
+}
+
+bool HttpServer::Impl::TrackReply(const Request& req, Response& res, const Session& session,
+                                  const std::shared_ptr<transport::MessageQueue>& queue) {
+  if (sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue,
+                           options_.max_open_per_session)) {
+    return true;
+  }
+  if (auto held = session_busy_log_.Allow()) {
+    log::Warn("too many requests open in one session: refusing with 429",
+              {{"session", session.Id()},
+               {"max_open_per_session", options_.max_open_per_session},
+               {"held_back", *held}});
+  }
+  SendRpcError(res, 429, kTransportError,
+               "Too Many Requests: this session has " +
+                   std::to_string(options_.max_open_per_session) +
+                   " requests open; send more once one has its answer");
+  return false;
+}
+
+// A message of the session revisions: initialize opens a session, every other message names one
+// in Mcp-Session-Id.
+void HttpServer::Impl::PostSession(const Request& req, Response& res,
+                                   jsonrpc::Incoming incoming) {
+  const auto* request = std::get_if<jsonrpc::Request>(&incoming);
+  const jsonrpc::Id id = request ? request->id : jsonrpc::Id(nullptr);
+  const transport::ResponseMode mode = AcceptedMode(req);
+  if (request && !CheckAcceptable(res, mode)) return;
   // A body that names a revision the header does not: the server core would take it for a
   // stateless request, while a proxy routes it by the header.
   if (request) {
     if (auto why = transport::VersionMismatch(Header(req, kVersionHeader), *request, false)) {
-      SendJson(res, 400,
-               jsonrpc::MakeError(request->id, kHeaderMismatch, "Header mismatch: " + *why));
+      SendHeaderMismatch(res, request->id, *why);
       return;
     }
   }
 
-  std::shared_ptr<Session> session;
   std::string new_id;
-  if (!req.head.HasHeader(kSessionHeader)) {
-    if (invalid) {
-      SendJson(res, 400, invalid->error_response);
-      return;
-    }
-    if (!request || request->method != "initialize") {
-      SendRpcError(res, 400, kTransportError, "Bad Request: Mcp-Session-Id header is required");
-      return;
-    }
-    std::optional<std::string> id = NewSessionId(res);
-    if (!id) return;
-    new_id = std::move(*id);
-    session = server_.NewSession(SessionLabel(new_id));
-  } else {
-    session = SessionFromHeader(req, res);
-    if (!session) return;
-    // Not a JSON-RPC message: refused at the HTTP level too (as the TypeScript SDK's server
-    // does), with the JSON-RPC error (-32700, or -32600) as the body.
-    if (invalid) {
-      log::Warn("invalid message",
-                {{"session", session->Id()}, {"error", invalid->error_response["error"]}});
-      SendJson(res, 400, invalid->error_response);
-      return;
-    }
-  }
-
+  std::shared_ptr<Session> session = SessionFor(req, res, incoming, &new_id);
+  if (!session) return;
   std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
   // Counted before the request runs, so that a session at its budget starts nothing more.
-  if (new_id.empty() && !sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue,
-                                              options_.max_open_per_session)) {
-    if (auto held = session_busy_log_.Allow()) {
-      log::Warn("too many requests open in one session: refusing with 429",
-                {{"session", session->Id()},
-                 {"max_open_per_session", options_.max_open_per_session},
-                 {"held_back", *held}});
-    }
-    SendRpcError(res, 429, kTransportError,
-                 "Too Many Requests: this session has " +
-                     std::to_string(options_.max_open_per_session) +
-                     " requests open; send more once one has its answer");
-    return;
-  }
+  if (new_id.empty() && !TrackReply(req, res, *session, queue)) return;
   const Handled handled = session->Handle(std::move(incoming), ReplySink(queue, mode));
 
   if (!new_id.empty()) {
@@ -463,17 +505,11 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
   const transport::MetadataHeaders headers{Header(req, kVersionHeader), Header(req, "Mcp-Method"),
                                       Header(req, "Mcp-Name")};
   if (auto why = transport::MetadataMismatch(headers, *request)) {
-    SendJson(res, 400,
-             jsonrpc::MakeError(request->id, kHeaderMismatch, "Header mismatch: " + *why));
+    SendHeaderMismatch(res, request->id, *why);
     return;
   }
-  const transport::ResponseMode mode =
-      transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
-  if (mode == transport::ResponseMode::kNotAcceptable) {
-    SendRpcError(res, 406, kTransportError,
-                 "Not Acceptable: Accept must allow application/json or text/event-stream");
-    return;
-  }
+  const transport::ResponseMode mode = AcceptedMode(req);
+  if (!CheckAcceptable(res, mode)) return;
   std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
   const jsonrpc::Id id = request->id;
