@@ -99,14 +99,9 @@ std::string RlimitsText(const std::vector<limits::RlimitSetting>& settings) {
   return Join(parts, ", ");
 }
 
-std::vector<std::string> RootfsFixes(const std::string& message) {
-  std::vector<std::string> fixes = {
-      "build the rootfs with tools/build-rootfs (python3 and the scientific stack)",
-      "or point --rootfs / MCP_EXEC_ROOTFS at a complete rootfs"};
-  if (message.find("MCP_EXEC_PYTHON") != std::string::npos) {
-    fixes.push_back("or set MCP_EXEC_PYTHON to an interpreter the rootfs has");
-  }
-  return fixes;
+std::vector<std::string> RootfsFixes() {
+  return {"build the rootfs with tools/build-rootfs (python3 and the scientific stack)",
+          "or point --rootfs / MCP_EXEC_ROOTFS at a complete rootfs"};
 }
 
 // The last lines of a program's stderr, each cut to a readable length.
@@ -332,7 +327,7 @@ Check RootfsMissing(const std::string& rootfs, const Error& error) {
   Check c = NewCheck(kRootfsCheck, Status::kFail);
   c.detail = error.message;
   if (error.message.find(rootfs) == std::string::npos) c.detail += " (rootfs " + rootfs + ")";
-  c.fixes = error.fixes.empty() ? RootfsFixes(error.message) : error.fixes;
+  c.fixes = error.fixes.empty() ? RootfsFixes() : error.fixes;
   return c;
 }
 
@@ -348,7 +343,7 @@ Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run
   Check c = NewCheck(kRootfsCheck, Status::kFail);
   if (!run.ok()) {
     c.detail = "the test run in a sandbox failed: " + run.error().message;
-    c.fixes = run.error().fixes.empty() ? RootfsFixes(run.error().message) : run.error().fixes;
+    c.fixes = run.error().fixes.empty() ? RootfsFixes() : run.error().fixes;
     return c;
   }
   const sandbox::RunResult& r = *run;
@@ -362,7 +357,7 @@ Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run
       c.fixes = {"give runs more memory: MCP_EXEC_MEMORY_MAX (the default, 256m, is enough)"};
     } else {
       c.detail = "the test imports failed with exit code " + std::to_string(r.exit_code);
-      c.fixes = RootfsFixes(r.stderr_data);
+      c.fixes = RootfsFixes();
     }
     for (const std::string& line : Tail(r.stderr_data)) c.detail += "\n  " + line;
     return c;

@@ -125,8 +125,10 @@ Result<std::string> ResolveInterpreter(const std::string& root, const std::strin
   }
   return MakeError(ErrorCode::kNotFound,
                    "interpreter '" + python + "' is not an executable in the rootfs " + root +
-                       " (searched /usr/local/bin:/usr/bin:/bin); set MCP_EXEC_PYTHON to one "
-                       "that is");
+                       " (searched /usr/local/bin:/usr/bin:/bin)")
+      .WithFixes({"set MCP_EXEC_PYTHON to an interpreter the rootfs has",
+                  "or build the rootfs with tools/build-rootfs",
+                  "or point --rootfs / MCP_EXEC_ROOTFS at a complete rootfs"});
 }
 
 MountOp Mount(std::string source, std::string target, std::string fstype, unsigned long flags,
@@ -521,6 +523,7 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
     setup.rlimits = plan->rlimits_;
     if (plan->seccomp_) setup.seccomp = plan->seccomp_->Instructions();
     plan->agent_ = ZygoteAgentSource(spec.preload, setup);
+    plan->zygote_run_mounts_ = std::move(setup.mounts);
   } else if (spec.warm) {
     plan->agent_ = WarmAgentSource(spec.preload);
   }

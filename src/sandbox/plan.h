@@ -39,6 +39,8 @@ class LaunchPlan {
 
   const SandboxSpec& Spec() const { return spec_; }
   const std::vector<MountOp>& MountOps() const { return mounts_; }
+  // A zygote plan: what each run forked from the zygote mounts (BuildZygoteRunMountOps).
+  const std::vector<MountOp>& ZygoteRunMountOps() const { return zygote_run_mounts_; }
   const std::string& ExecPath() const { return exec_path_; }  // path inside the sandbox
   const std::string& UidMap() const { return uid_map_; }
   const std::string& GidMap() const { return gid_map_; }
@@ -62,6 +64,7 @@ class LaunchPlan {
 
   SandboxSpec spec_;
   std::vector<MountOp> mounts_;
+  std::vector<MountOp> zygote_run_mounts_;
   std::vector<MountOpView> mount_views_;
   std::vector<RlimitView> rlimits_;
   std::string uid_map_, gid_map_;

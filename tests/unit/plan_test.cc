@@ -283,11 +283,17 @@ TEST(Compile, AZygoteKeepsACleanRootfsForItsRuns) {
   ASSERT_NE(bind, ops.end());
   EXPECT_EQ(bind->target, fs::canonical(rootfs.Root()).string() + "/mnt");
   EXPECT_LT(bind, at("mount a fresh /proc")) << "the bind has nothing mounted below it";
-  const std::string agent((*plan)->View().agent, (*plan)->View().agent_len);
-  EXPECT_THAT(agent, HasSubstr(R"(("pivot_root", None, b"/mnt", )"))
-      << "each run pivots into its root";
-  EXPECT_THAT(agent, HasSubstr(R"(("mount", b"proc", b"/mnt/proc", )"))
-      << "each run mounts its /proc there";
+  const auto& run = (*plan)->ZygoteRunMountOps();
+  const auto run_at = [&](const std::string& target) {
+    return std::find_if(run.begin(), run.end(),
+                        [&](const MountOp& op) { return op.target == target; });
+  };
+  ASSERT_NE(run_at("/mnt/proc"), run.end()) << "each run mounts its /proc there";
+  EXPECT_EQ(run_at("/mnt/proc")->fstype, "proc");
+  ASSERT_FALSE(run.empty());
+  EXPECT_EQ(run.back().kind, MountOpKind::kPivotRoot) << "each run pivots into its root";
+  EXPECT_EQ(run.back().target, "/mnt");
+  EXPECT_NE((*plan)->View().zygote_module, nullptr) << "the zygote's init hands it the extension";
 
   fs::remove(rootfs.Root() + "/mnt");
   auto without = Compile(spec, TestLimits());
@@ -303,7 +309,7 @@ TEST(Compile, InterpreterMustExistInTheRootfs) {
   auto plan = Compile(spec, TestLimits());
   ASSERT_FALSE(plan.ok());
   EXPECT_THAT(plan.error().message, HasSubstr("interpreter 'python9'"));
-  EXPECT_THAT(plan.error().message, HasSubstr("MCP_EXEC_PYTHON"));
+  EXPECT_THAT(plan.error().fixes, ::testing::Contains(HasSubstr("MCP_EXEC_PYTHON")));
   spec.python = "bin/python3";
   EXPECT_FALSE(Compile(spec, TestLimits()).ok());
   spec.python = "/usr/bin/python3";
