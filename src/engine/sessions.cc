@@ -39,16 +39,16 @@ std::string InstanceId() {
 
 // Why a session whose interpreter is gone ended: what the sandbox saw, or, when it saw nothing
 // (killed between calls), what the limits backend tells.
-std::string DeadReason(const sandbox::Sandbox& box) {
-  if (std::string reason = box.SessionEndReason(); !reason.empty()) return reason;
-  return box.SessionUsage().oom_killed ? "out of memory" : "killed";
+std::string DeadReason(const sandbox::Session& session) {
+  if (std::string reason = session.EndReason(); !reason.empty()) return reason;
+  return session.Usage().oom_killed ? "out of memory" : "killed";
 }
 
 }  // namespace
 
 struct SessionStore::Entry {
   std::string caller;
-  std::optional<sandbox::Sandbox> box;  // while open and not running a call
+  std::optional<sandbox::Session> box;  // while open and not running a call
   UniqueFd init;                        // a pidfd of its init: a busy session is killed by it
   Clock::time_point created, last_used;
   uint64_t calls = 0;
@@ -75,7 +75,7 @@ SessionStore::SessionStore(std::shared_ptr<Engine> engine, SessionOptions option
 }
 
 SessionStore::~SessionStore() {
-  std::vector<sandbox::Sandbox> ending;
+  std::vector<sandbox::Session> ending;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -108,10 +108,9 @@ Result<SessionInfo> SessionStore::Open(const std::string& caller) {
     release();
     return handle.error();
   }
-  Result<sandbox::Sandbox> box = engine_->TakeWarm();
-  if (box.ok()) {
-    if (auto started = box->StartSession(); !started.ok()) box = started.error();
-  }
+  Result<sandbox::Sandbox> warm = engine_->TakeWarm();
+  Result<sandbox::Session> box =
+      warm.ok() ? sandbox::Session::Start(std::move(*warm)) : Result<sandbox::Session>(warm.error());
   if (!box.ok()) {
     release();
     return std::move(box).error().WithContext("open a session");
@@ -152,7 +151,7 @@ SessionInfo SessionStore::InfoOf(const std::string& handle, const Entry& entry) 
   info.busy = entry.busy;
   info.memory_bytes = entry.memory_bytes;
   if (entry.box) {
-    if (auto now = entry.box->SessionUsage().memory_current_bytes) info.memory_bytes = now;
+    if (auto now = entry.box->Usage().memory_current_bytes) info.memory_bytes = now;
   }
   return info;
 }
@@ -163,7 +162,7 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
                                        const sandbox::RunLimits& limits,
                                        const sandbox::RunHooks& hooks) {
   std::shared_ptr<Entry> entry;
-  std::optional<sandbox::Sandbox> box;
+  std::optional<sandbox::Session> box;
   {
     std::lock_guard lock(mutex_);
     MCPEXEC_ASSIGN_OR_RETURN(entry, Find(caller, handle));
@@ -178,23 +177,23 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
     entry->box.reset();
   }
   Result<sandbox::CallResult> result =
-      box->SessionAlive()
+      box->Alive()
           ? box->Call(program, limits, hooks, options_.grace)
           : Result<sandbox::CallResult>(MakeError(ErrorCode::kUnavailable, "ended"));
 
-  std::optional<sandbox::Sandbox> ending;  // destroyed after the lock is released
+  std::optional<sandbox::Session> ending;  // destroyed after the lock is released
   std::lock_guard lock(mutex_);
   entry->busy = false;
   entry->last_used = Clock::now();
   entry->box = std::move(box);
   if (result.ok()) {
     ++entry->calls;
-    entry->memory_bytes = entry->box->SessionUsage().memory_current_bytes;
+    entry->memory_bytes = entry->box->Usage().memory_current_bytes;
   }
   if (!entry->ended) {
     // A call that failed before it started (an input file that cannot be written) leaves its
     // session alive: the error is the call's alone.
-    if (!entry->box->SessionAlive()) ending = EndLocked(*entry, DeadReason(*entry->box));
+    if (!entry->box->Alive()) ending = EndLocked(*entry, DeadReason(*entry->box));
   } else {
     ending = std::move(entry->box);  // closed or expired while the call ran
     entry->box.reset();
@@ -224,7 +223,7 @@ std::vector<SessionInfo> SessionStore::List(const std::string& caller) const {
 }
 
 Result<void> SessionStore::Close(const std::string& caller, const std::string& handle) {
-  std::optional<sandbox::Sandbox> ending;
+  std::optional<sandbox::Session> ending;
   {
     std::lock_guard lock(mutex_);
     MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(caller, handle));
@@ -235,7 +234,7 @@ Result<void> SessionStore::Close(const std::string& caller, const std::string& h
 }
 
 void SessionStore::CloseAll(const std::string& caller) {
-  std::vector<sandbox::Sandbox> ending;
+  std::vector<sandbox::Session> ending;
   std::lock_guard lock(mutex_);
   for (auto& [handle, entry] : entries_) {
     if (entry->caller != caller || entry->ended) continue;
@@ -243,7 +242,7 @@ void SessionStore::CloseAll(const std::string& caller) {
   }
 }
 
-std::optional<sandbox::Sandbox> SessionStore::EndLocked(Entry& entry, std::string reason) {
+std::optional<sandbox::Session> SessionStore::EndLocked(Entry& entry, std::string reason) {
   if (entry.ended) return std::nullopt;
   entry.ended = std::move(reason);
   entry.last_used = Clock::now();  // kept from now for kEndedKeptFor, to say why it ended
@@ -258,7 +257,7 @@ std::optional<sandbox::Sandbox> SessionStore::EndLocked(Entry& entry, std::strin
     return std::nullopt;
   }
   entry.init.Reset();
-  std::optional<sandbox::Sandbox> box = std::move(entry.box);
+  std::optional<sandbox::Session> box = std::move(entry.box);
   entry.box.reset();
   return box;
 }
@@ -287,7 +286,7 @@ void SessionStore::Sweep() {
     stop_.wait_for(lock, options_.sweep, [this] { return stopping_; });
     if (stopping_) return;
     const Clock::time_point now = Clock::now();
-    std::vector<sandbox::Sandbox> ending;
+    std::vector<sandbox::Session> ending;
     for (auto& [handle, entry] : entries_) {
       if (entry->ended) continue;
       std::optional<std::string> why;
@@ -297,7 +296,7 @@ void SessionStore::Sweep() {
       } else if (!entry->busy && now - entry->last_used >= options_.idle) {
         why = "idle for " + std::to_string(options_.idle.count()) +
               " s (MCP_EXEC_SESSION_IDLE_S)";
-      } else if (!entry->busy && entry->box && !entry->box->SessionAlive()) {
+      } else if (!entry->busy && entry->box && !entry->box->Alive()) {
         why = DeadReason(*entry->box);
       }
       if (why) {
