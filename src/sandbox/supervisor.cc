@@ -499,7 +499,8 @@ limits::Usage ProcessUsage(int pidfd) {
 
 Result<Session> Session::Start(Sandbox box) {
   if (!box.plan_ || !box.plan_->View().warm || !box.Waiting()) {
-    return MakeError(ErrorCode::kInvalidArgument, "only a warm sandbox that waits starts a session");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "only a warm sandbox that waits starts a session");
   }
   Session session(std::move(box));
   Sandbox& sandbox = session.box_;
