@@ -347,8 +347,9 @@ Check RootfsRun(const std::string& rootfs, const Result<sandbox::RunResult>& run
     return c;
   }
   const sandbox::RunResult& r = *run;
-  if (r.timed_out || r.exit_code != 0) {
-    if (r.timed_out) {
+  const bool timed_out = r.outcome == sandbox::Outcome::kTimedOut;
+  if (timed_out || r.exit_code != 0) {
+    if (timed_out) {
       c.detail =
           "the test imports ran out of time after " + std::to_string(r.duration.count()) + " ms";
       c.fixes = {"give runs more time or cpu: MCP_EXEC_DEFAULT_TIMEOUT_S, MCP_EXEC_CPUS"};

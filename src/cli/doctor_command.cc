@@ -152,12 +152,12 @@ Check SessionsCheckFor(const config::Config& config,
   std::optional<doctor::SessionTrial> trial;
   if (config.max_sessions > 0 && !earlier_failed && backend.ok()) {
     trial = doctor::SessionTrial{std::chrono::milliseconds(0), std::string(), std::nullopt};
-    auto call = [&](sandbox::Sandbox& box, const char* code) -> Result<std::string> {
+    auto call = [&](sandbox::Session& session, const char* code) -> Result<std::string> {
       exec::ExecRequest request;
       request.code = code;
       MCPEXEC_ASSIGN_OR_RETURN(sandbox::CallResult result,
-                               box.Call(sandbox::Program{request.code, "", {}}, exec::LimitsFor(config, request),
-                                        {}, exec::SessionOptionsFor(config).grace));
+                               session.Call(sandbox::Program{request.code, "", {}}, exec::LimitsFor(config, request),
+                                            {}, exec::SessionOptionsFor(config).grace));
       if (result.run.exit_code != 0) {
         return MakeError(ErrorCode::kInternal, "exit code " + std::to_string(result.run.exit_code) +
                                                    ": " + result.run.stderr_data);
@@ -166,14 +166,13 @@ Check SessionsCheckFor(const config::Config& config,
     };
     std::chrono::steady_clock::time_point start;
     std::shared_ptr<engine::Engine> engine;  // outlives the session: its zygote, if any
-    auto opened = [&]() -> Result<sandbox::Sandbox> {
+    auto opened = [&]() -> Result<sandbox::Session> {
       MCPEXEC_ASSIGN_OR_RETURN(auto plan, exec::PrepareSandboxes(config, *backend));
       MCPEXEC_ASSIGN_OR_RETURN(engine,
                                exec::StartEngine(config, std::move(plan), exec::EngineUse::kOneShot));
       start = std::chrono::steady_clock::now();  // the engine's start is the engine check's
       MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, engine->TakeWarm());
-      MCPEXEC_RETURN_IF_ERROR(box.StartSession());
-      return box;
+      return sandbox::Session::Start(std::move(box));
     }();
     if (!opened.ok()) {
       trial->opened = opened.error();
@@ -183,7 +182,7 @@ Check SessionsCheckFor(const config::Config& config,
       trial->opened = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - start);
       trial->value = call(*opened, "x + 1");
-      trial->memory_bytes = opened->SessionUsage().memory_current_bytes;
+      trial->memory_bytes = opened->Usage().memory_current_bytes;
     }
   }
   return doctor::SessionsCheck(config.max_sessions, config.session_idle_s,

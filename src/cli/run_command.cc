@@ -109,7 +109,7 @@ Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& o, std::istream& c
 }
 
 int ExitStatusFor(const sandbox::RunResult& result) {
-  if (result.timed_out) return kExitTimedOut;
+  if (result.outcome == sandbox::Outcome::kTimedOut) return kExitTimedOut;
   return result.exit_code & 0xff;
 }
 

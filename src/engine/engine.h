@@ -39,7 +39,7 @@ class Engine {
   virtual Result<sandbox::RunResult> Run(const sandbox::Program& program,
                                          const sandbox::RunLimits& limits,
                                          const sandbox::RunHooks& hooks) = 0;
-  // A warm sandbox that waits for its program, for a session (Sandbox::StartSession): one the
+  // A warm sandbox that waits for its program, for a session (sandbox::Session::Start): one the
   // engine has ready, or else one made now, on the calling thread, which it dies with (a
   // worker's, which lives as long as the server). Thread-safe.
   virtual Result<sandbox::Sandbox> TakeWarm() = 0;

@@ -39,17 +39,17 @@ std::string InstanceId() {
 
 // Why a session whose interpreter is gone ended: what the sandbox saw, or, when it saw nothing
 // (killed between calls), what the limits backend tells.
-std::string DeadReason(const sandbox::Sandbox& box) {
-  if (std::string reason = box.SessionEndReason(); !reason.empty()) return reason;
-  return box.SessionUsage().oom_killed ? "out of memory" : "killed";
+std::string DeadReason(const sandbox::Session& session) {
+  if (std::string reason = session.EndReason(); !reason.empty()) return reason;
+  return session.Usage().oom_killed ? "out of memory" : "killed";
 }
 
 }  // namespace
 
 struct SessionStore::Entry {
   std::string caller;
-  std::optional<sandbox::Sandbox> box;  // while open and not running a call
-  UniqueFd init;                        // a pidfd of its init: a busy session is killed by it
+  std::optional<sandbox::Session> session;  // while open and not running a call
+  UniqueFd init;  // a pidfd of its init: a busy session is killed by it
   Clock::time_point created, last_used;
   uint64_t calls = 0;
   bool busy = false;
@@ -75,12 +75,14 @@ SessionStore::SessionStore(std::shared_ptr<Engine> engine, SessionOptions option
 }
 
 SessionStore::~SessionStore() {
-  std::vector<sandbox::Sandbox> ending;
+  std::vector<sandbox::Session> ending;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     for (auto& [handle, entry] : entries_) {
-      if (auto box = EndLocked(*entry, "the server stopped")) ending.push_back(std::move(*box));
+      if (auto session = EndLocked(*entry, "the server stopped")) {
+        ending.push_back(std::move(*session));
+      }
     }
   }
   stop_.notify_all();
@@ -108,19 +110,18 @@ Result<SessionInfo> SessionStore::Open(const std::string& caller) {
     release();
     return handle.error();
   }
-  Result<sandbox::Sandbox> box = engine_->TakeWarm();
-  if (box.ok()) {
-    if (auto started = box->StartSession(); !started.ok()) box = started.error();
-  }
-  if (!box.ok()) {
+  Result<sandbox::Sandbox> warm = engine_->TakeWarm();
+  Result<sandbox::Session> session = warm.ok() ? sandbox::Session::Start(std::move(*warm))
+                                                : Result<sandbox::Session>(warm.error());
+  if (!session.ok()) {
     release();
-    return std::move(box).error().WithContext("open a session");
+    return std::move(session).error().WithContext("open a session");
   }
   auto entry = std::make_shared<Entry>();
   entry->caller = caller;
-  entry->init = box->DupInitPidfd();
+  entry->init = session->DupInitPidfd();
   entry->created = entry->last_used = Clock::now();
-  entry->box.emplace(std::move(*box));
+  entry->session.emplace(std::move(*session));
   const std::string name = "s" + instance_ + "_" + *handle;
   std::lock_guard lock(mutex_);
   entries_[name] = entry;
@@ -151,8 +152,8 @@ SessionInfo SessionStore::InfoOf(const std::string& handle, const Entry& entry) 
   info.calls = entry.calls;
   info.busy = entry.busy;
   info.memory_bytes = entry.memory_bytes;
-  if (entry.box) {
-    if (auto now = entry.box->SessionUsage().memory_current_bytes) info.memory_bytes = now;
+  if (entry.session) {
+    if (auto now = entry.session->Usage().memory_current_bytes) info.memory_bytes = now;
   }
   return info;
 }
@@ -163,7 +164,7 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
                                        const sandbox::RunLimits& limits,
                                        const sandbox::RunHooks& hooks) {
   std::shared_ptr<Entry> entry;
-  std::optional<sandbox::Sandbox> box;
+  std::optional<sandbox::Session> session;
   {
     std::lock_guard lock(mutex_);
     MCPEXEC_ASSIGN_OR_RETURN(entry, Find(caller, handle));
@@ -174,30 +175,30 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
                        "one at a time: wait for that call to return, then call again");
     }
     entry->busy = true;
-    box = std::move(entry->box);
-    entry->box.reset();
+    session = std::move(entry->session);
+    entry->session.reset();
   }
   Result<sandbox::CallResult> result =
-      box->SessionAlive()
-          ? box->Call(program, limits, hooks, options_.grace)
+      session->Alive()
+          ? session->Call(program, limits, hooks, options_.grace)
           : Result<sandbox::CallResult>(MakeError(ErrorCode::kUnavailable, "ended"));
 
-  std::optional<sandbox::Sandbox> ending;  // destroyed after the lock is released
+  std::optional<sandbox::Session> ending;  // destroyed after the lock is released
   std::lock_guard lock(mutex_);
   entry->busy = false;
   entry->last_used = Clock::now();
-  entry->box = std::move(box);
+  entry->session = std::move(session);
   if (result.ok()) {
     ++entry->calls;
-    entry->memory_bytes = entry->box->SessionUsage().memory_current_bytes;
+    entry->memory_bytes = entry->session->Usage().memory_current_bytes;
   }
   if (!entry->ended) {
     // A call that failed before it started (an input file that cannot be written) leaves its
     // session alive: the error is the call's alone.
-    if (!entry->box->SessionAlive()) ending = EndLocked(*entry, DeadReason(*entry->box));
+    if (!entry->session->Alive()) ending = EndLocked(*entry, DeadReason(*entry->session));
   } else {
-    ending = std::move(entry->box);  // closed or expired while the call ran
-    entry->box.reset();
+    ending = std::move(entry->session);  // closed or expired while the call ran
+    entry->session.reset();
   }
   if (!result.ok()) {
     if (entry->ended) return MakeError(ErrorCode::kUnavailable, "session ended: " + *entry->ended);
@@ -224,7 +225,7 @@ std::vector<SessionInfo> SessionStore::List(const std::string& caller) const {
 }
 
 Result<void> SessionStore::Close(const std::string& caller, const std::string& handle) {
-  std::optional<sandbox::Sandbox> ending;
+  std::optional<sandbox::Session> ending;
   {
     std::lock_guard lock(mutex_);
     MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(caller, handle));
@@ -235,15 +236,17 @@ Result<void> SessionStore::Close(const std::string& caller, const std::string& h
 }
 
 void SessionStore::CloseAll(const std::string& caller) {
-  std::vector<sandbox::Sandbox> ending;
+  std::vector<sandbox::Session> ending;
   std::lock_guard lock(mutex_);
   for (auto& [handle, entry] : entries_) {
     if (entry->caller != caller || entry->ended) continue;
-    if (auto box = EndLocked(*entry, "its client went away")) ending.push_back(std::move(*box));
+    if (auto session = EndLocked(*entry, "its client went away")) {
+      ending.push_back(std::move(*session));
+    }
   }
 }
 
-std::optional<sandbox::Sandbox> SessionStore::EndLocked(Entry& entry, std::string reason) {
+std::optional<sandbox::Session> SessionStore::EndLocked(Entry& entry, std::string reason) {
   if (entry.ended) return std::nullopt;
   entry.ended = std::move(reason);
   entry.last_used = Clock::now();  // kept from now for kEndedKeptFor, to say why it ended
@@ -258,9 +261,9 @@ std::optional<sandbox::Sandbox> SessionStore::EndLocked(Entry& entry, std::strin
     return std::nullopt;
   }
   entry.init.Reset();
-  std::optional<sandbox::Sandbox> box = std::move(entry.box);
-  entry.box.reset();
-  return box;
+  std::optional<sandbox::Session> session = std::move(entry.session);
+  entry.session.reset();
+  return session;
 }
 
 void SessionStore::Forget(Clock::time_point now) {
@@ -287,7 +290,7 @@ void SessionStore::Sweep() {
     stop_.wait_for(lock, options_.sweep, [this] { return stopping_; });
     if (stopping_) return;
     const Clock::time_point now = Clock::now();
-    std::vector<sandbox::Sandbox> ending;
+    std::vector<sandbox::Session> ending;
     for (auto& [handle, entry] : entries_) {
       if (entry->ended) continue;
       std::optional<std::string> why;
@@ -297,11 +300,11 @@ void SessionStore::Sweep() {
       } else if (!entry->busy && now - entry->last_used >= options_.idle) {
         why = "idle for " + std::to_string(options_.idle.count()) +
               " s (MCP_EXEC_SESSION_IDLE_S)";
-      } else if (!entry->busy && entry->box && !entry->box->SessionAlive()) {
-        why = DeadReason(*entry->box);
+      } else if (!entry->busy && entry->session && !entry->session->Alive()) {
+        why = DeadReason(*entry->session);
       }
       if (why) {
-        if (auto box = EndLocked(*entry, *why)) ending.push_back(std::move(*box));
+        if (auto session = EndLocked(*entry, *why)) ending.push_back(std::move(*session));
       }
     }
     Forget(now);

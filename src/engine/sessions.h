@@ -1,5 +1,5 @@
 // Sessions (docs/sessions.md): Python state that lives across calls. A session is a warm
-// sandbox (Engine::TakeWarm) turned into a session (Sandbox::StartSession), known by a handle
+// sandbox (Engine::TakeWarm) turned into a session (sandbox::Session::Start), known by a handle
 // the store mints and bound to the caller that opened it. The store holds at most
 // `max_sessions`, ends each after `idle` without a call or at `max_age`, and answers a handle
 // that is not the caller's exactly as one that never existed.
@@ -86,7 +86,7 @@ class SessionStore {
   // Marks `entry` ended with `reason` and takes its sandbox out, to be destroyed (reaped,
   // cgroup removed) by the caller outside the lock; a busy one is killed instead, and its call
   // destroys it. Under mutex_.
-  std::optional<sandbox::Sandbox> EndLocked(Entry& entry, std::string reason);
+  std::optional<sandbox::Session> EndLocked(Entry& entry, std::string reason);
   void Sweep();
   void Forget(Clock::time_point now);  // drops ended entries kept past their time. Under mutex_.
 

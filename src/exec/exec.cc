@@ -108,10 +108,10 @@ Result<sandbox::RunResult> Execute(engine::Engine& engine, const config::Config&
 Result<sandbox::RunResult> ExecuteInSession(engine::Engine& engine, const config::Config& config,
                                             const ValidRequest& request) {
   MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, engine.TakeWarm());
-  MCPEXEC_RETURN_IF_ERROR(box.StartSession());
+  MCPEXEC_ASSIGN_OR_RETURN(sandbox::Session session, sandbox::Session::Start(std::move(box)));
   MCPEXEC_ASSIGN_OR_RETURN(
       sandbox::CallResult call,
-      box.Call(ProgramFor(request),
+      session.Call(ProgramFor(request),
                LimitsFor(config, request.Get()), {}, SessionOptionsFor(config).grace));
   return std::move(call.run);
 }
@@ -124,7 +124,7 @@ nlohmann::json ResultToJson(const sandbox::RunResult& result,
       {"exit_code", result.exit_code},
       {"duration_ms", result.duration.count()},
       {"truncated", result.truncated},
-      {"timed_out", result.timed_out},
+      {"timed_out", result.outcome == sandbox::Outcome::kTimedOut},
   };
   if (result.signal) j["signal"] = sandbox::SignalName(*result.signal);
   j["oom_killed"] = result.oom_killed;

@@ -40,8 +40,8 @@ const char* OutcomeName(Outcome outcome) {
 }
 
 Outcome ClassifyRun(const sandbox::RunResult& run) {
-  if (run.cancelled) return Outcome::kCancelled;
-  if (run.timed_out) return Outcome::kTimeout;
+  if (run.outcome == sandbox::Outcome::kCancelled) return Outcome::kCancelled;
+  if (run.outcome == sandbox::Outcome::kTimedOut) return Outcome::kTimeout;
   if (run.oom_killed) return Outcome::kOomKilled;
   return run.exit_code == 0 ? Outcome::kOk : Outcome::kExitNonZero;
 }

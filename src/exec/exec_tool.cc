@@ -217,19 +217,20 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
     return mcp::ToolError(ErrorText(result.error()));
   }
   const uint64_t output_bytes = result->stdout_data.size() + result->stderr_data.size();
-  record(ClassifyRun(*result), duration, result->cancelled ? 0 : output_bytes);
+  const bool cancelled = result->outcome == sandbox::Outcome::kCancelled;
+  record(ClassifyRun(*result), duration, cancelled ? 0 : output_bytes);
   meta.update({{"exit_code", result->exit_code},
                {"duration_ms", result->duration.count()},
                {"output_bytes", output_bytes},
                {"truncated", result->truncated},
-               {"timed_out", result->timed_out},
-               {"cancelled", result->cancelled},
+               {"timed_out", result->outcome == sandbox::Outcome::kTimedOut},
+               {"cancelled", cancelled},
                {"oom_killed", result->oom_killed},
                {"limits_backend", result->limits_backend},
                {"warm", result->warm}});
   if (result->signal) meta["signal"] = sandbox::SignalName(*result->signal);
   log::Info("exec", meta);
-  if (result->cancelled) return mcp::ToolError("cancelled");
+  if (cancelled) return mcp::ToolError("cancelled");
   return ToolResult(config_, *result);
 }
 
@@ -263,20 +264,21 @@ json ExecTool::CallInSession(const std::string& handle, const ValidRequest& requ
   }
   const sandbox::RunResult& run = call->result.run;
   const uint64_t output_bytes = run.stdout_data.size() + run.stderr_data.size();
-  if (metrics_) metrics_->Record(ClassifyRun(run), duration, run.cancelled ? 0 : output_bytes);
+  const bool cancelled = run.outcome == sandbox::Outcome::kCancelled;
+  if (metrics_) metrics_->Record(ClassifyRun(run), duration, cancelled ? 0 : output_bytes);
   meta.update({{"in_session", true},
                {"opened", handle.empty()},
                {"exit_code", run.exit_code},
                {"duration_ms", run.duration.count()},
                {"output_bytes", output_bytes},
                {"truncated", run.truncated},
-               {"timed_out", run.timed_out},
-               {"cancelled", run.cancelled},
+               {"timed_out", run.outcome == sandbox::Outcome::kTimedOut},
+               {"cancelled", cancelled},
                {"oom_killed", run.oom_killed},
                {"limits_backend", run.limits_backend}});
   if (call->ended) meta["session_ended"] = *call->ended;
   log::Info("exec", meta);
-  if (run.cancelled) return mcp::ToolError("cancelled");
+  if (cancelled) return mcp::ToolError("cancelled");
   json fields = {{"session", name},
                  {"expires_at", log::IsoTime(call->session.expires_at)},
                  {"result", call->result.value ? json(RepairUtf8(*call->result.value)) : json()}};

@@ -1,8 +1,12 @@
-// Sandbox: one prepared sandbox. Create() builds it (namespaces, mounts, ids, capabilities,
-// limits) and leaves it waiting for a program: its init (cold), or the interpreter with its
-// preloads imported (a warm plan). Run() gives it the program and supervises it to the end.
-// The two steps are separate so that sandboxes can be prepared ahead of demand (docs/engine.md
-// has the states).
+// Sandbox: one prepared sandbox, run once. Create() builds it (namespaces, mounts, ids,
+// capabilities, limits) and leaves it waiting for a program: its init (cold), or the
+// interpreter with its preloads imported (a warm plan). Run() gives it the program and
+// supervises it to the end. The two steps are separate so that sandboxes can be prepared ahead
+// of demand (docs/engine.md has the states).
+//
+// Session: a warm Sandbox that waits, taken over to run calls one after another in one
+// interpreter (docs/sessions.md). Both are supervised by the same loop (supervisor.cc) and end
+// each run or call in the same step, Finish (run_result.h).
 #pragma once
 
 #include <chrono>
@@ -52,53 +56,17 @@ class Sandbox {
   // True while it waits for its program: not run yet, and nothing in it has ended.
   bool Waiting() const;
 
-  // Sessions (docs/sessions.md): a warm sandbox whose interpreter runs one call after another
-  // in one namespace, instead of one program. Turns a warm sandbox that is waiting into one;
-  // Run() is refused from then on.
-  Result<void> StartSession();
-  // Runs `program` (its code, stdin and input files; files already in the workspace are an
-  // error, as in a run) in the session's interpreter and returns when the call ends. At the
-  // deadline, or on cancellation, the interpreter gets SIGINT (KeyboardInterrupt); one that
-  // has not answered `grace` later is killed, which ends the session (CallResult::ended). So
-  // does any message on the control channel that is not this call's one answer
-  // (call_channel.h). The outputs are the files under /tmp/outputs the call changed. An Error
-  // when the session is over (SessionAlive() is false then), or the call could not be started:
-  // an error before its code was sent (an input file that cannot be written) leaves the
-  // session as it was; any later one ends it. One call at a time.
-  Result<CallResult> Call(const Program& program, const RunLimits& limits, const RunHooks& hooks,
-                          std::chrono::milliseconds grace);
-  // True while the session's interpreter is alive.
-  bool SessionAlive() const;
-  // Why the session ended, in words ("timeout", "control channel broken: an empty message,
-  // between calls", ...); empty while it lasts, or when it was ended from outside unseen.
-  std::string SessionEndReason() const;
-  // What the session holds and has used since it started (the preloads excluded); empty
-  // fields when unknown.
-  limits::Usage SessionUsage() const;
-  // A pidfd of init, its own descriptor: another thread ends the sandbox through it (SIGKILL)
-  // while a call runs. Invalid when it cannot be had.
-  UniqueFd DupInitPidfd() const;
-
   // Host pid of the sandbox's init (PID 1 inside).
   // (Its cgroup, when the limits backend uses cgroups, was entered before it ran any code.)
   pid_t InitPid() const { return init_.Pid(); }
 
  private:
-  friend class Zygote;  // makes the sandboxes it forks
+  friend class Zygote;   // makes the sandboxes it forks
+  friend class Session;  // takes over a warm one's state
   Sandbox() = default;
   // Takes the supervisor's ends of a ready sandbox's descriptors (read ends of the sockets and
   // output pipes, the write end of stdin).
   void Hold(UniqueFd workspace, Pipe& report, Pipe& start, Pipe& in, Pipe& out, Pipe& err);
-  // A session's call from the moment it is sent (Call has written its files and made its
-  // descriptors).
-  Result<CallResult> RunCall(const Program& program, const RunLimits& limits,
-                             const RunHooks& hooks, std::chrono::milliseconds grace,
-                             std::string id, UniqueFd& code, Pipe& in, Pipe& out, Pipe& err);
-  // True when nothing waits on the session's control channel, as nothing may `when` (between
-  // calls, after a call's answer); otherwise ends the session, saying why.
-  bool Quiet(const char* when);
-  // Kills the session's init, keeping the first reason given.
-  void EndSession(SessionEnd why, std::string detail = {});
   // Waits for the warm interpreter's "R" on the start socket.
   Result<void> WaitForAgent(std::chrono::steady_clock::time_point deadline);
 
@@ -117,12 +85,62 @@ class Sandbox {
   UniqueFd stdin_;
   UniqueFd stdout_;
   UniqueFd stderr_;
-  // A session: a pidfd of its interpreter (SIGINT), and how it ended.
-  UniqueFd interpreter_;
-  bool session_ = false;
-  SessionEnd session_end_ = SessionEnd::kNone;
-  std::string session_end_detail_;  // kChannelBroken: what came on the channel, and when
-  std::string call_id_;  // the id of the session's last call (call_channel.h)
+};
+
+class Session {
+ public:
+  // Turns `box`, a warm sandbox that waits for its program, into a session: its interpreter
+  // waits for calls instead (kInvalidArgument for any other sandbox). Thread-compatible: one
+  // thread at a time calls a session's methods.
+  static Result<Session> Start(Sandbox box);
+
+  Session(Session&&) noexcept = default;
+  Session& operator=(Session&&) noexcept = default;
+  // Kills and reaps the session's sandbox, and removes its cgroup.
+  ~Session() = default;
+
+  // Runs `program` (its code, stdin and input files; files already in the workspace are an
+  // error, as in a run) in the session's interpreter and returns when the call ends. At the
+  // deadline, or on cancellation, the interpreter gets SIGINT (KeyboardInterrupt); one that
+  // has not answered `grace` later is killed, which ends the session (CallResult::ended). So
+  // does any message on the control channel that is not this call's one answer
+  // (call_channel.h). The outputs are the files under /tmp/outputs the call changed. An Error
+  // when the session is over (Alive() is false then), or the call could not be started: an
+  // error before its code was sent (an input file that cannot be written) leaves the session
+  // as it was; any later one ends it. One call at a time.
+  Result<CallResult> Call(const Program& program, const RunLimits& limits, const RunHooks& hooks,
+                          std::chrono::milliseconds grace);
+  // True while the session's interpreter is alive.
+  bool Alive() const;
+  // Why the session ended, in words ("timeout", "control channel broken: an empty message,
+  // between calls", ...); empty while it lasts, or when it was ended from outside unseen.
+  std::string EndReason() const;
+  // What the session holds and has used since it started (the preloads excluded); empty
+  // fields when unknown.
+  limits::Usage Usage() const;
+  // A pidfd of init, its own descriptor: another thread ends the session through it (SIGKILL)
+  // while a call runs. Invalid when it cannot be had.
+  UniqueFd DupInitPidfd() const;
+
+ private:
+  explicit Session(Sandbox box) : box_(std::move(box)) {}
+  // The call from the moment it is sent (Call has written its files and made its descriptors).
+  Result<CallResult> Send(const Program& program, const RunLimits& limits, const RunHooks& hooks,
+                          std::chrono::milliseconds grace, std::string id, UniqueFd& code,
+                          Pipe& in, Pipe& out, Pipe& err);
+  // True when nothing waits on the control channel, as nothing may `when` (between calls,
+  // after a call's answer); otherwise ends the session, saying why.
+  bool Quiet(const char* when);
+  // Kills the session's init, keeping the first reason given.
+  void End(SessionEnd why, std::string detail = {});
+
+  // Its init, cgroup, workspace and start socket (the control channel); stdin, stdout and
+  // stderr are each call's own.
+  Sandbox box_;
+  UniqueFd interpreter_;  // a pidfd of its interpreter: a call's deadline interrupts it (SIGINT)
+  SessionEnd end_ = SessionEnd::kNone;
+  std::string end_detail_;  // kChannelBroken: what came on the channel, and when
+  std::string call_id_;     // the id of the last call (call_channel.h)
   std::set<FileStamp> known_;  // the outputs the last call knew (ChangedSince)
 };
 

@@ -1,4 +1,5 @@
-// Sandbox::Run: the supervisor's event loop for one run.
+// The supervisor's event loop, for a one-shot run (Sandbox::Run) and a session's call
+// (Session::Call); both end in Finish (run_result.h).
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -102,18 +103,6 @@ int MillisUntil(Clock::time_point t) {
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), 60'000))) + 1;
 }
 
-// How a run ended, as the loop saw it first.
-enum class RunEnd {
-  kCallDone,     // a session's interpreter answered "D": the call is over, the session lasts
-  kExited,       // init reported the program's wait status
-  kTimedOut,     // killed at the deadline
-  kCancelled,    // killed through RunHooks::cancel_fd
-  kStartFailed,  // init reported that the program could not be started
-  kInitLost,     // init was reaped without a report: killed from outside, or by the OOM killer
-  // A session's control channel carried something other than the call's answer: killed
-  kChannelBroken,
-};
-
 // A session's call: the interpreter outlives it, so the loop ends at its "D" answer, and the
 // deadline and a cancellation interrupt it (SIGINT) before they kill it.
 struct CallChannel {
@@ -172,11 +161,22 @@ class RunLoop {
     return *end_;
   }
 
-  std::chrono::milliseconds Duration() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(ended_at_.value_or(Clock::now()) -
-                                                                 start_);
+  // What the loop saw, for Finish: how it ended, the wait status init reported (or init's
+  // own, when it reported none), the output and the time. A call's answer is the caller's.
+  Happened Seen(RunEnd end) {
+    Happened happened;
+    happened.session = call_ != nullptr;
+    happened.end = end;
+    if (call_) happened.interrupted = call_->interrupted;
+    happened.wait_status =
+        exit_report_ ? exit_report_->wait_status : init_.WaitStatus().value_or(0);
+    happened.stdout_data = output_.TakeStdout();
+    happened.stderr_data = output_.TakeStderr();
+    happened.truncated = output_.Truncated();
+    happened.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        ended_at_.value_or(Clock::now()) - start_);
+    return happened;
   }
-  CappedOutput& Output() { return output_; }
   const std::optional<ChildReport>& ExitReport() const { return exit_report_; }
   const std::optional<ChildReport>& FailureReport() const { return failure_report_; }
 
@@ -379,7 +379,7 @@ bool Sandbox::Waiting() const {
 
 Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
                                const RunHooks& hooks) {
-  if (!report_.Valid() || !plan_ || session_) {
+  if (!report_.Valid() || !plan_) {
     return MakeError(ErrorCode::kInvalidArgument, "this sandbox has already run");
   }
   // A warm interpreter that died while it waited must not have its end reported as the
@@ -412,60 +412,26 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   if (end == RunEnd::kStartFailed) {
     return ChildError(*plan, *loop.FailureReport(), ReadUsernsFacts());
   }
-  RunResult result;
+  Happened happened = loop.Seen(end);
   // Init is reaped, so every process of the run is gone: /tmp/outputs no longer changes.
   if (limits.outputs.max_files > 0) {
-    MCPEXEC_ASSIGN_OR_RETURN(result.outputs, CollectOutputs(workspace_.Get(), limits.outputs));
+    MCPEXEC_ASSIGN_OR_RETURN(happened.outputs, CollectOutputs(workspace_.Get(), limits.outputs));
   }
   workspace_.Reset();
-  result.limits_backend = limits::BackendName(plan->Limits().Kind());
-  result.warm = plan->View().warm;
+  happened.limits_backend = limits::BackendName(plan->Limits().Kind());
+  happened.warm = plan->View().warm;
   if (cgroup_) {
     MCPEXEC_ASSIGN_OR_RETURN(limits::Usage usage, cgroup_->Finish());
     cgroup_.reset();
-    result.oom_killed = usage.oom_killed;
-    result.memory_peak_bytes = usage.memory_peak_bytes;
-    result.cpu_time_ms = usage.cpu_time_ms;
+    happened.oom_kill = usage.oom_killed;
+    happened.memory_peak_bytes = usage.memory_peak_bytes;
+    happened.cpu_time_ms = usage.cpu_time_ms;
   } else if (const auto& exit = loop.ExitReport()) {
-    result.memory_peak_bytes = static_cast<uint64_t>(exit->children_maxrss_kib) * 1024;
-    result.cpu_time_ms = static_cast<uint64_t>(exit->children_cpu_us) / 1000;
+    happened.memory_peak_bytes = static_cast<uint64_t>(exit->children_maxrss_kib) * 1024;
+    happened.cpu_time_ms = static_cast<uint64_t>(exit->children_cpu_us) / 1000;
   }
-  result.duration = loop.Duration();
-  result.truncated = loop.Output().Truncated();
-  result.stdout_data = loop.Output().TakeStdout();
-  result.stderr_data = loop.Output().TakeStderr();
-  switch (end) {
-    case RunEnd::kExited:
-      ApplyWaitStatus(loop.ExitReport()->wait_status, result);
-      return result;
-    case RunEnd::kTimedOut:
-      result.timed_out = true;
-      result.exit_code = -1;
-      return result;
-    case RunEnd::kCancelled:
-      result.cancelled = true;
-      result.exit_code = -1;
-      return result;
-    case RunEnd::kCallDone:  // a session's only
-    case RunEnd::kChannelBroken:
-    case RunEnd::kStartFailed:
-    case RunEnd::kInitLost:
-      break;
-  }
-  if (result.oom_killed) {
-    // The OOM killer chose init (it picks by size; rare): the run ended for lack of memory.
-    ApplyWaitStatus(SIGKILL, result);
-    return result;
-  }
-  // Init cannot be signalled from inside the sandbox, so it was killed from outside and the
-  // program's fate is unknown: not a result to report as the program's.
-  RunResult died;
-  ApplyWaitStatus(init_.WaitStatus().value_or(0), died);
-  return MakeError(ErrorCode::kUnavailable,
-                   "the sandbox's init died before the program finished (" +
-                       (died.signal ? "killed by " + SignalName(*died.signal)
-                                    : "exit status " + std::to_string(died.exit_code)) +
-                       "), killed from outside the sandbox or by the OOM killer");
+  MCPEXEC_ASSIGN_OR_RETURN(CallResult finished, Finish(std::move(happened)));
+  return std::move(finished.run);
 }
 
 namespace {
@@ -531,93 +497,97 @@ limits::Usage ProcessUsage(int pidfd) {
 
 }  // namespace
 
-Result<void> Sandbox::StartSession() {
-  if (!plan_ || !plan_->View().warm || session_ || !Waiting()) {
-    return MakeError(ErrorCode::kInvalidArgument, "only a warm sandbox that waits starts a session");
+Result<Session> Session::Start(Sandbox box) {
+  if (!box.plan_ || !box.plan_->View().warm || !box.Waiting()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "only a warm sandbox that waits starts a session");
   }
-  MCPEXEC_ASSIGN_OR_RETURN(interpreter_, InterpreterOf(init_.Pid()));
+  Session session(std::move(box));
+  Sandbox& sandbox = session.box_;
+  MCPEXEC_ASSIGN_OR_RETURN(session.interpreter_, InterpreterOf(sandbox.init_.Pid()));
   const char start = kSessionStart;
-  if (send(start_.Get(), &start, 1, MSG_NOSIGNAL) != 1) {
+  if (send(sandbox.start_.Get(), &start, 1, MSG_NOSIGNAL) != 1) {
     return Errno(ErrorCode::kUnavailable, "send(start socket)");
   }
   // Each call brings its own stdin, stdout and stderr.
-  stdin_.Reset();
-  stdout_.Reset();
-  stderr_.Reset();
-  session_ = true;
-  return Ok();
+  sandbox.stdin_.Reset();
+  sandbox.stdout_.Reset();
+  sandbox.stderr_.Reset();
+  return session;
 }
 
-UniqueFd Sandbox::DupInitPidfd() const {
-  if (init_.Reaped() || init_.PidFd() < 0) return UniqueFd();
-  return UniqueFd(fcntl(init_.PidFd(), F_DUPFD_CLOEXEC, 0));
+UniqueFd Session::DupInitPidfd() const {
+  const ChildProcess& init = box_.init_;
+  if (init.Reaped() || init.PidFd() < 0) return UniqueFd();
+  return UniqueFd(fcntl(init.PidFd(), F_DUPFD_CLOEXEC, 0));
 }
 
-bool Sandbox::SessionAlive() const {
-  if (!session_ || session_end_ != SessionEnd::kNone || init_.Reaped()) return false;
-  pollfd pfd{init_.PidFd(), POLLIN, 0};
+bool Session::Alive() const {
+  const ChildProcess& init = box_.init_;
+  if (end_ != SessionEnd::kNone || init.Reaped()) return false;
+  pollfd pfd{init.PidFd(), POLLIN, 0};
   return poll(&pfd, 1, 0) == 0;
 }
 
-limits::Usage Sandbox::SessionUsage() const {
-  if (cgroup_) return cgroup_->Read();
+limits::Usage Session::Usage() const {
+  if (box_.cgroup_) return box_.cgroup_->Read();
   return interpreter_.Valid() ? ProcessUsage(interpreter_.Get()) : limits::Usage{};
 }
 
-std::string Sandbox::SessionEndReason() const {
-  if (session_end_ == SessionEnd::kNone) return "";
-  std::string reason = SessionEndName(session_end_);
-  if (!session_end_detail_.empty()) reason += ": " + session_end_detail_;
+std::string Session::EndReason() const {
+  if (end_ == SessionEnd::kNone) return "";
+  std::string reason = SessionEndName(end_);
+  if (!end_detail_.empty()) reason += ": " + end_detail_;
   return reason;
 }
 
-void Sandbox::EndSession(SessionEnd why, std::string detail) {
-  if (session_end_ == SessionEnd::kNone) {
-    session_end_ = why;
-    session_end_detail_ = std::move(detail);
+void Session::End(SessionEnd why, std::string detail) {
+  if (end_ == SessionEnd::kNone) {
+    end_ = why;
+    end_detail_ = std::move(detail);
   }
-  init_.Kill();  // init is PID 1: every process of the session goes with it
+  box_.init_.Kill();  // init is PID 1: every process of the session goes with it
 }
 
-bool Sandbox::Quiet(const char* when) {
-  auto message = ReceiveControl(start_.Get());
+bool Session::Quiet(const char* when) {
+  auto message = ReceiveControl(box_.start_.Get());
   if (message.ok() && message->kind == ControlMessage::Kind::kNone) return true;
   if (!message.ok()) {
-    EndSession(SessionEnd::kChannelBroken, message.error().message);
+    End(SessionEnd::kChannelBroken, message.error().message);
   } else if (message->kind == ControlMessage::Kind::kMessage) {
     auto parsed = ParseAnswer(*message, "", call_id_);
-    EndSession(SessionEnd::kChannelBroken,
-               (parsed.ok() ? std::string("an answer") : parsed.error().message) + ", " + when);
+    End(SessionEnd::kChannelBroken,
+        (parsed.ok() ? std::string("an answer") : parsed.error().message) + ", " + when);
   } else {
     // Closed: the interpreter is exiting (os._exit in a thread a call left running), or the
     // program closed its end; the first is told by the interpreter's end coming soon after.
     pollfd pfd{interpreter_.Get(), POLLIN, 0};
     const bool exited = poll(&pfd, 1, 100) == 1;
-    EndSession(exited ? SessionEnd::kExited : SessionEnd::kChannelBroken,
-               exited ? "" : std::string("the interpreter closed it, ") + when);
+    End(exited ? SessionEnd::kExited : SessionEnd::kChannelBroken,
+        exited ? "" : std::string("the interpreter closed it, ") + when);
   }
   return false;
 }
 
-Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits,
+Result<CallResult> Session::Call(const Program& program, const RunLimits& limits,
                                  const RunHooks& hooks, std::chrono::milliseconds grace) {
-  if (!session_) return MakeError(ErrorCode::kInvalidArgument, "not a session");
+  if (!box_.plan_) return MakeError(ErrorCode::kInvalidArgument, "not a session");
   auto ended = [this] {
     return MakeError(ErrorCode::kUnavailable,
                      "the session has ended: " +
-                         (session_end_ == SessionEnd::kNone ? std::string(SessionEndName(
-                                                                  SessionEnd::kKilled))
-                                                            : SessionEndReason()));
+                         (end_ == SessionEnd::kNone ? std::string(SessionEndName(
+                                                          SessionEnd::kKilled))
+                                                    : EndReason()));
   };
-  if (!SessionAlive()) return ended();
+  if (!Alive()) return ended();
   ScopedSigpipeBlock no_sigpipe;
   // Nothing may wait on the channel between calls: a message there now is the program's (a
   // thread or process a call left running), and would be taken for this call's answer.
   if (!Quiet("between calls")) return ended();
   // Until the call is sent, a failure is this call's alone: the session stays as it was.
-  const SandboxSpec& spec = plan_->Spec();
+  const SandboxSpec& spec = box_.plan_->Spec();
   MCPEXEC_RETURN_IF_ERROR(
-      WriteInputFiles(workspace_.Get(), program.files, spec.outside_uid, spec.outside_gid));
+      WriteInputFiles(box_.workspace_.Get(), program.files, spec.outside_uid, spec.outside_gid));
   MCPEXEC_ASSIGN_OR_RETURN(UniqueFd code, CodeFile(program.code));
   MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe out, MakePipe());
@@ -626,20 +596,19 @@ Result<CallResult> Sandbox::Call(const Program& program, const RunLimits& limits
     MCPEXEC_RETURN_IF_ERROR(SetNonBlocking(fd->Get()));
   }
   MCPEXEC_ASSIGN_OR_RETURN(std::string id, NewCallId());
-  Result<CallResult> call = RunCall(program, limits, hooks, grace, std::move(id), code, in, out, err);
+  Result<CallResult> call = Send(program, limits, hooks, grace, std::move(id), code, in, out, err);
   // From the call's "C" on, a failure leaves the interpreter in no known state.
-  if (!call.ok()) EndSession(SessionEnd::kKilled);
+  if (!call.ok()) End(SessionEnd::kKilled);
   return call;
 }
 
-Result<CallResult> Sandbox::RunCall(const Program& program, const RunLimits& limits,
-                                    const RunHooks& hooks, std::chrono::milliseconds grace,
-                                    std::string id, UniqueFd& code, Pipe& in, Pipe& out,
-                                    Pipe& err) {
-  const limits::Usage before = SessionUsage();
+Result<CallResult> Session::Send(const Program& program, const RunLimits& limits,
+                                 const RunHooks& hooks, std::chrono::milliseconds grace,
+                                 std::string id, UniqueFd& code, Pipe& in, Pipe& out, Pipe& err) {
+  const limits::Usage before = Usage();
   const timespec started = CoarseNow();
   const int fds[] = {code.Get(), in.read.Get(), out.write.Get(), err.write.Get()};
-  MCPEXEC_RETURN_IF_ERROR(SendWithDescriptors(start_.Get(), CallMessage(id), fds,
+  MCPEXEC_RETURN_IF_ERROR(SendWithDescriptors(box_.start_.Get(), CallMessage(id), fds,
                                               "the session's interpreter has ended"));
   // Only the interpreter holds these now, so that EOF means it is gone.
   code.Reset();
@@ -649,77 +618,42 @@ Result<CallResult> Sandbox::RunCall(const Program& program, const RunLimits& lim
 
   const std::string previous = std::exchange(call_id_, std::move(id));
   CallChannel channel;
-  channel.control = start_.Get();
+  channel.control = box_.start_.Get();
   channel.interpreter = interpreter_.Get();
   channel.grace = grace;
   channel.id = call_id_;
   channel.previous = previous;
-  RunLoop loop(init_, report_, out.read, err.read, Outgoing{std::move(in.write), program.stdin_data},
-               limits, hooks, &channel);
+  RunLoop loop(box_.init_, box_.report_, out.read, err.read,
+               Outgoing{std::move(in.write), program.stdin_data}, limits, hooks, &channel);
   MCPEXEC_ASSIGN_OR_RETURN(const RunEnd end, loop.Run());
   // One answer per call: anything after it, its pipes drained, would be taken for the next
   // call's (Quiet ends the session then; the call's own result stands).
   if (end == RunEnd::kCallDone) Quiet("after the call's answer");
 
-  CallResult call;
-  RunResult& result = call.run;
-  const limits::Usage after = SessionUsage();
-  result.limits_backend = limits::BackendName(plan_->Limits().Kind());
-  result.warm = true;
-  result.memory_peak_bytes = after.memory_peak_bytes;
+  Happened happened = loop.Seen(end);
+  happened.answer_status = channel.answer.status;
+  happened.value = std::move(channel.answer.value);
+  const limits::Usage after = Usage();
+  happened.limits_backend = limits::BackendName(box_.plan_->Limits().Kind());
+  happened.warm = true;
+  happened.memory_peak_bytes = after.memory_peak_bytes;
   if (after.cpu_time_ms && before.cpu_time_ms) {
-    result.cpu_time_ms = *after.cpu_time_ms - std::min(*after.cpu_time_ms, *before.cpu_time_ms);
+    happened.cpu_time_ms = *after.cpu_time_ms - std::min(*after.cpu_time_ms, *before.cpu_time_ms);
   }
-  result.oom_killed = after.oom_killed && !before.oom_killed;
-  result.duration = loop.Duration();
-  result.truncated = loop.Output().Truncated();
-  result.stdout_data = loop.Output().TakeStdout();
-  result.stderr_data = loop.Output().TakeStderr();
+  happened.oom_kill = after.oom_killed && !before.oom_killed;
+  happened.oom_kill_before = before.oom_killed;
   if (limits.outputs.max_files > 0) {
     ChangedSince since{started, std::move(known_), {}};
     OutputLimits changed = limits.outputs;
     changed.changed_since = &since;
-    MCPEXEC_ASSIGN_OR_RETURN(result.outputs, CollectOutputs(workspace_.Get(), changed));
+    MCPEXEC_ASSIGN_OR_RETURN(happened.outputs, CollectOutputs(box_.workspace_.Get(), changed));
     known_ = std::move(since.known);
   }
-  switch (end) {
-    case RunEnd::kCallDone:
-      result.exit_code = channel.answer.status;
-      call.value = std::move(channel.answer.value);
-      if (channel.interrupted == RunEnd::kTimedOut) {
-        result.timed_out = true;
-        result.exit_code = -1;
-      } else if (channel.interrupted == RunEnd::kCancelled) {
-        result.cancelled = true;
-        result.exit_code = -1;
-      }
-      break;
-    case RunEnd::kTimedOut:
-      result.timed_out = true;
-      result.exit_code = -1;
-      EndSession(SessionEnd::kTimeout);
-      break;
-    case RunEnd::kCancelled:
-      result.cancelled = true;
-      result.exit_code = -1;
-      EndSession(SessionEnd::kCancelled);
-      break;
-    case RunEnd::kExited:
-      ApplyWaitStatus(loop.ExitReport()->wait_status, result);
-      EndSession(after.oom_killed ? SessionEnd::kOutOfMemory : SessionEnd::kExited);
-      break;
-    case RunEnd::kChannelBroken:
-      ApplyWaitStatus(SIGKILL, result);
-      EndSession(SessionEnd::kChannelBroken, channel.broken);
-      break;
-    case RunEnd::kStartFailed:
-    case RunEnd::kInitLost:
-      ApplyWaitStatus(SIGKILL, result);
-      EndSession(after.oom_killed ? SessionEnd::kOutOfMemory : SessionEnd::kKilled);
-      break;
+  MCPEXEC_ASSIGN_OR_RETURN(CallResult call, Finish(std::move(happened)));
+  if (call.ended != SessionEnd::kNone) {
+    End(call.ended, call.ended == SessionEnd::kChannelBroken ? channel.broken : std::string());
   }
-  if (session_end_ == SessionEnd::kOutOfMemory) result.oom_killed = true;
-  call.ended = session_end_;
+  call.ended = end_;  // Quiet may have ended it after the answer
   return call;
 }
 

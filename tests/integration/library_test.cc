@@ -58,7 +58,7 @@ TEST_F(SandboxLibraryTest, CreateThenRunLaterAreSeparableSteps) {
   EXPECT_EQ(result->stdout_data, "2 input\n");
   EXPECT_EQ(result->stderr_data, "");
   EXPECT_EQ(result->exit_code, 0);
-  EXPECT_FALSE(result->timed_out);
+  EXPECT_EQ(result->outcome, sandbox::Outcome::kExited);
   // The run ends when every process of the sandbox is gone: its init included.
   EXPECT_EQ(kill(init, 0), -1);
   EXPECT_EQ(errno, ESRCH);

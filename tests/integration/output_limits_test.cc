@@ -281,9 +281,8 @@ TEST(OutputCancelTest, CancelEndsAGrownPipeFloodPromptly) {
   auto result = running.get();
   ASSERT_TRUE(result.ok()) << result.error().message;
   const auto done = std::chrono::steady_clock::now();
-  EXPECT_TRUE(result->cancelled);
+  EXPECT_EQ(result->outcome, sandbox::Outcome::kCancelled);
   EXPECT_EQ(result->exit_code, -1);
-  EXPECT_FALSE(result->timed_out);
   ASSERT_TRUE(cancelled_at.has_value()) << "the flood never produced output";
   EXPECT_LT(done - *cancelled_at, milliseconds(1000)) << "from the cancel to the result";
 }

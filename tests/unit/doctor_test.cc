@@ -315,7 +315,7 @@ TEST(DoctorRootfs, OomAndTimeoutNameTheirLimits) {
   EXPECT_THAT(RootfsRun("/r", r).fixes[0], HasSubstr("MCP_EXEC_MEMORY_MAX"));
   r = sandbox::RunResult{};
   r.exit_code = -1;
-  r.timed_out = true;
+  r.outcome = sandbox::Outcome::kTimedOut;
   EXPECT_THAT(RootfsRun("/r", r).fixes[0], HasSubstr("MCP_EXEC_DEFAULT_TIMEOUT_S"));
 }
 

@@ -100,11 +100,11 @@ TEST(ExecMetrics, ClassifiesRunsCancelledThenTimeoutThenOomThenExit) {
   EXPECT_EQ(exec::ClassifyRun(Exited(3)), exec::Outcome::kExitNonZero);
   EXPECT_EQ(exec::ClassifyRun(Exited(128 + 9)), exec::Outcome::kExitNonZero);
   sandbox::RunResult r = Exited(-1);
-  r.oom_killed = true;
+  r.oom_killed = true;  // a process of the run was OOM-killed, whatever ended it
   EXPECT_EQ(exec::ClassifyRun(r), exec::Outcome::kOomKilled);
-  r.timed_out = true;
+  r.outcome = sandbox::Outcome::kTimedOut;
   EXPECT_EQ(exec::ClassifyRun(r), exec::Outcome::kTimeout);
-  r.cancelled = true;
+  r.outcome = sandbox::Outcome::kCancelled;
   EXPECT_EQ(exec::ClassifyRun(r), exec::Outcome::kCancelled);
 }
 

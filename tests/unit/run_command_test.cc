@@ -228,7 +228,7 @@ TEST(ExitStatus, ProgramStatusSignalAndTimeout) {
   r.exit_code = 128 + 9;
   EXPECT_EQ(ExitStatusFor(r), 137);
   r.exit_code = -1;
-  r.timed_out = true;
+  r.outcome = sandbox::Outcome::kTimedOut;
   EXPECT_EQ(ExitStatusFor(r), kExitTimedOut);
 }
 
