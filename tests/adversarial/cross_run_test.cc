@@ -97,7 +97,7 @@ std::string DescribePids(const std::vector<pid_t>& pids) {
   return pids.empty() ? "none" : out.str();
 }
 
-// Host processes in PID namespace `ns` that started no later than `ticks` (a namespace's inode
+// Living host processes in PID namespace `ns` that started no later than `ticks` (a namespace's inode
 // number is reused once it is freed, by sandboxes made afterwards).
 std::vector<pid_t> ProcessesInPidNamespace(const std::string& ns, unsigned long long ticks) {
   std::vector<pid_t> found;
@@ -107,6 +107,11 @@ std::vector<pid_t> ProcessesInPidNamespace(const std::string& ns, unsigned long 
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (PidNamespace(pid) != ns) continue;
+    // A zombie has ended: it runs nothing and holds no memory, only its pid until its parent
+    // reaps it. A zygote's run's init is reaped by the zygote's own init, which may not have
+    // been scheduled yet when the result arrives.
+    const std::vector<std::string> fields = StatFields(pid);
+    if (fields.size() > 19 && fields[0] == "Z") continue;
     const unsigned long long started = StartTicks(pid);
     if (started != 0 && started <= ticks) found.push_back(pid);
   }
@@ -322,7 +327,12 @@ std::vector<WaitingSandbox> ExpectOnlyThePoolLeft(pid_t server) {
   for (const WaitingSandbox& w : waiting) pool.insert(pool.end(), {w.init, w.interpreter});
   std::sort(pool.begin(), pool.end());
   std::vector<pid_t> left;
-  const std::vector<pid_t> all = Descendants(server);
+  std::vector<pid_t> all = Descendants(server);
+  // A run's init that has ended but is not reaped yet (a zombie) is not left running.
+  std::erase_if(all, [](pid_t pid) {
+    const std::vector<std::string> fields = StatFields(pid);
+    return !fields.empty() && fields[0] == "Z";
+  });
   std::set_difference(all.begin(), all.end(), pool.begin(), pool.end(), std::back_inserter(left));
   EXPECT_THAT(left, ::testing::IsEmpty())
       << "processes under the server besides the waiting sandboxes:" << DescribePids(left);
