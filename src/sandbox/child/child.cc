@@ -28,10 +28,7 @@ constexpr int kExecFailedExit = 127;
 void WaitForParent() noexcept {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Fail(ChildStep::kDeathSignal);
   char go;
-  ssize_t n;
-  do {
-    n = read(kFdGo, &go, 1);
-  } while (n < 0 && errno == EINTR);
+  const ssize_t n = child::ReadByte(kFdGo, &go);
   if (n != 1) {
     errno = n == 0 ? EPIPE : errno;
     Fail(ChildStep::kWaitGo);
@@ -94,10 +91,7 @@ void WriteZygoteModule(const PlanView& plan) noexcept {
 // sandbox before running anything in it.
 void WaitStart() noexcept {
   char go;
-  ssize_t n;
-  do {
-    n = read(kFdStart, &go, 1);
-  } while (n < 0 && errno == EINTR);
+  const ssize_t n = child::ReadByte(kFdStart, &go);
   if (n == 0) _exit(0);
   if (n != 1) Fail(ChildStep::kWaitStart);
   close(kFdStart);

@@ -129,7 +129,28 @@ void DropPrivileges(const PlanView& plan) noexcept {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Fail(ChildStep::kNotDumpable);
 }
 
+// Sends `len` bytes with the descriptor `passed` (SCM_RIGHTS) on the socket `fd`.
+ssize_t SendWithDescriptor(int fd, const void* data, size_t len, int passed) noexcept {
+  iovec iov{const_cast<void*>(data), len};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg;
+  PrepareRightsMessage(msg, iov, control, sizeof control, &passed, 1);
+  ssize_t n;
+  do {
+    n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
 }  // namespace
+
+ssize_t ReadByte(int fd, char* byte) noexcept {
+  ssize_t n;
+  do {
+    n = read(fd, byte, 1);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
 
 void Report(const ChildReport& report) noexcept {
   ssize_t n;
@@ -191,15 +212,7 @@ void ResetSignals() noexcept {
 void SendOwnPidfd(int fd, char message, ChildStep step) noexcept {
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
   if (pidfd < 0) Fail(step);
-  iovec iov{&message, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg;
-  PrepareRightsMessage(msg, iov, control, sizeof control, &pidfd, 1);
-  ssize_t n;
-  do {
-    n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1) Fail(step);
+  if (SendWithDescriptor(fd, &message, 1, pidfd) != 1) Fail(step);
   close(pidfd);
 }
 
@@ -218,15 +231,10 @@ void ReportReady(const PlanView& plan) noexcept {
   if (workspace < 0) Fail(ChildStep::kReportReady);
   ChildReport ready{};
   ready.type = ReportType::kReady;
-  iovec iov{&ready, sizeof ready};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg;
-  PrepareRightsMessage(msg, iov, control, sizeof control, &workspace, 1);
-  ssize_t n;
-  do {
-    n = sendmsg(kFdReport, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(sizeof ready)) Fail(ChildStep::kReportReady);
+  if (SendWithDescriptor(kFdReport, &ready, sizeof ready, workspace) !=
+      static_cast<ssize_t>(sizeof ready)) {
+    Fail(ChildStep::kReportReady);
+  }
   close(workspace);
 }
 

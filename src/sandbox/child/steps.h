@@ -12,6 +12,8 @@ namespace mcpexec::sandbox::child {
 
 inline constexpr int kSetupFailedExit = 125;
 
+// One byte from `fd`, retried on EINTR: read(2)'s result.
+ssize_t ReadByte(int fd, char* byte) noexcept;
 void Report(const ChildReport& report) noexcept;
 [[noreturn]] void Fail(ChildStep step, uint32_t index = 0) noexcept;
 

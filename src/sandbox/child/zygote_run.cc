@@ -60,10 +60,7 @@ int WriteFile(const char* path, const char* text) noexcept {
 // "M": the supervisor has put this process in the run's cgroup. EOF: it gave up on the run.
 void WaitMoved() noexcept {
   char moved;
-  ssize_t n;
-  do {
-    n = read(kFdStart, &moved, 1);
-  } while (n < 0 && errno == EINTR);
+  const ssize_t n = child::ReadByte(kFdStart, &moved);
   if (n == 0) _exit(0);
   if (n != 1 || moved != kZygoteMoved) {
     if (n == 1) errno = EPROTO;
