@@ -101,7 +101,9 @@ class WarmSource final : public SandboxSource {
 constexpr auto kZygoteTimeout = std::chrono::seconds(30);
 
 // What identifies the rootfs that prepared sandboxes (and a zygote) have mounted: a rebuilt one
-// is a new directory or a new interpreter. Two stat(2)s, cheap enough for every run.
+// is a new directory or a new interpreter (a new inode, or new content: its mtime). Not its
+// ctime, which a new hard link to it changes too (tests/deploy/container-check links the rootfs
+// into a build context while other suites run). Two stat(2)s, cheap enough for every run.
 struct RootfsStamp {
   dev_t dev = 0;
   ino_t dir = 0, python = 0;
@@ -122,7 +124,7 @@ RootfsStamp StampOf(const sandbox::LaunchPlan& plan) {
   }
   if (stat((plan.Spec().rootfs + plan.ExecPath()).c_str(), &st) == 0) {
     stamp.python = st.st_ino;
-    stamp.python_changed = st.st_ctim;
+    stamp.python_changed = st.st_mtim;
   }
   return stamp;
 }
