@@ -277,11 +277,16 @@ def _zygote(ctl, setup):
     from importlib.machinery import ExtensionFileLoader
     from importlib.util import module_from_spec, spec_from_loader
     module, blob = setup
-    loader = ExtensionFileLoader("mcp_exec_zygote", "/proc/self/fd/%d" % module)
-    runs = module_from_spec(spec_from_loader("mcp_exec_zygote", loader))
-    loader.exec_module(runs)
-    os.close(module)
-    runs.configure(blob)
+    try:
+        loader = ExtensionFileLoader("mcp_exec_zygote", "/proc/self/fd/%d" % module)
+        runs = module_from_spec(spec_from_loader("mcp_exec_zygote", loader))
+        loader.exec_module(runs)
+        os.close(module)
+        runs.configure(blob)
+    except BaseException as e:  # said as a failed preload is, not an end without a word
+        os.write(ctl, ("Eload the zygote's extension (mcp_exec_zygote): %s: %s" % (
+            type(e).__name__, e)).encode("utf-8", "replace")[:4000])
+        os._exit(1)
     zygote_pid = os.getpid()
 
     # A run's first process ends as soon as it has forked the run's init: reaped at once, it
@@ -356,9 +361,8 @@ std::string PythonLiteral(std::string_view text) {
   return literal + "\"";
 }
 
-// `bytes` as a Python bytes literal; None when empty and `none_if_empty`.
-std::string PythonBytes(std::string_view bytes, bool none_if_empty = false) {
-  if (bytes.empty() && none_if_empty) return "None";
+// `bytes` as a Python bytes literal.
+std::string PythonBytes(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string literal = "b\"";
   for (const unsigned char ch : bytes) {
