@@ -144,10 +144,11 @@ class ZygoteSource final : public SandboxSource {
                 {{"forks", static_cast<int64_t>(zygote->Forks())}});
       Set(nullptr);
       zygote.reset();
-    } else if (zygote && Stale(*zygote)) {
+    } else if (const char* why = zygote ? Stale(*zygote) : nullptr) {
       // The old one still forks the runs that find nothing ready until the new one is.
       log::Info("the zygote is replaced",
-                {{"forks", static_cast<int64_t>(zygote->Forks())},
+                {{"why", why},
+                 {"forks", static_cast<int64_t>(zygote->Forks())},
                  {"age_s", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::steady_clock::now() - zygote->Started())
                                .count())}});
@@ -202,10 +203,13 @@ class ZygoteSource final : public SandboxSource {
     std::lock_guard lock(mutex_);
     return !(now == stamp_);
   }
-  bool Stale(const sandbox::Zygote& zygote) {
-    return zygote.Forks() >= options_.zygote_max_forks ||
-           std::chrono::steady_clock::now() - zygote.Started() >= options_.zygote_max_age ||
-           RootfsChanged();
+  // Why `zygote` is due for replacement, or null when it is not.
+  const char* Stale(const sandbox::Zygote& zygote) {
+    if (zygote.Forks() >= options_.zygote_max_forks) return "forks";
+    if (std::chrono::steady_clock::now() - zygote.Started() >= options_.zygote_max_age) {
+      return "age";
+    }
+    return RootfsChanged() ? "rootfs" : nullptr;
   }
 
   const std::shared_ptr<const sandbox::LaunchPlan> plan_;
