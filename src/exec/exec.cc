@@ -38,7 +38,9 @@ Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(const config
 
 Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
     const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend) {
-  return sandbox::Compile(SpecFromConfig(config), std::move(backend));
+  const sandbox::SandboxSpec spec = SpecFromConfig(config);
+  if (spec.privileged_id_mapping) MCPEXEC_RETURN_IF_ERROR(sandbox::DropSupplementaryGroups());
+  return sandbox::Compile(spec, std::move(backend));
 }
 
 sandbox::RunLimits LimitsFor(const config::Config& config, const ExecRequest& request) {

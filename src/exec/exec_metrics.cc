@@ -7,57 +7,57 @@
 namespace mcpexec::exec {
 namespace {
 
-constexpr Outcome kOutcomes[] = {Outcome::kOk,        Outcome::kExitNonZero, Outcome::kTimeout,
-                                 Outcome::kOomKilled, Outcome::kCancelled,   Outcome::kSetupError,
-                                 Outcome::kInvalid};
+constexpr CallOutcome kOutcomes[] = {CallOutcome::kOk,        CallOutcome::kExitNonZero, CallOutcome::kTimeout,
+                                 CallOutcome::kOomKilled, CallOutcome::kCancelled,   CallOutcome::kSetupError,
+                                 CallOutcome::kInvalid};
 
-std::vector<std::string> OutcomeNames() {
+std::vector<std::string> CallOutcomeNames() {
   std::vector<std::string> names;
-  for (const Outcome o : kOutcomes) names.emplace_back(OutcomeName(o));
+  for (const CallOutcome o : kOutcomes) names.emplace_back(CallOutcomeName(o));
   return names;
 }
 
 }  // namespace
 
-const char* OutcomeName(Outcome outcome) {
+const char* CallOutcomeName(CallOutcome outcome) {
   switch (outcome) {
-    case Outcome::kOk:
+    case CallOutcome::kOk:
       return "ok";
-    case Outcome::kExitNonZero:
+    case CallOutcome::kExitNonZero:
       return "exit_nonzero";
-    case Outcome::kTimeout:
+    case CallOutcome::kTimeout:
       return "timeout";
-    case Outcome::kOomKilled:
+    case CallOutcome::kOomKilled:
       return "oom";
-    case Outcome::kCancelled:
+    case CallOutcome::kCancelled:
       return "cancelled";
-    case Outcome::kSetupError:
+    case CallOutcome::kSetupError:
       return "setup_error";
-    case Outcome::kInvalid:
+    case CallOutcome::kInvalid:
       return "invalid";
   }
   return "unknown";
 }
 
-Outcome ClassifyRun(const sandbox::RunResult& run) {
-  if (run.outcome == sandbox::Outcome::kCancelled) return Outcome::kCancelled;
-  if (run.outcome == sandbox::Outcome::kTimedOut) return Outcome::kTimeout;
-  if (run.oom_killed) return Outcome::kOomKilled;
-  return run.exit_code == 0 ? Outcome::kOk : Outcome::kExitNonZero;
+CallOutcome ClassifyRun(const sandbox::RunResult& run) {
+  if (run.outcome == sandbox::Outcome::kCancelled) return CallOutcome::kCancelled;
+  if (run.outcome == sandbox::Outcome::kTimedOut) return CallOutcome::kTimeout;
+  if (run.oom_killed) return CallOutcome::kOomKilled;
+  return run.exit_code == 0 ? CallOutcome::kOk : CallOutcome::kExitNonZero;
 }
 
 ExecMetrics::ExecMetrics()
-    : calls_("outcome", OutcomeNames()),
+    : calls_("outcome", CallOutcomeNames()),
       durations_(std::vector<double>(std::begin(kDurationBuckets), std::end(kDurationBuckets))) {}
 
-void ExecMetrics::Record(Outcome outcome, std::optional<std::chrono::nanoseconds> duration,
+void ExecMetrics::Record(CallOutcome outcome, std::optional<std::chrono::nanoseconds> duration,
                          uint64_t output_bytes) {
-  calls_.Add(OutcomeName(outcome));
+  calls_.Add(CallOutcomeName(outcome));
   if (duration) durations_.Observe(std::chrono::duration<double>(*duration).count());
   output_bytes_.Add(output_bytes);
 }
 
-uint64_t ExecMetrics::Calls(Outcome outcome) const { return calls_.Value(OutcomeName(outcome)); }
+uint64_t ExecMetrics::Calls(CallOutcome outcome) const { return calls_.Value(CallOutcomeName(outcome)); }
 
 void ExecMetrics::Write(metrics::TextWriter& out) const {
   out.Family("mcp_exec_exec_calls_total",

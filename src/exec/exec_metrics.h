@@ -12,7 +12,7 @@
 
 namespace mcpexec::exec {
 
-enum class Outcome {
+enum class CallOutcome {
   kOk,           // ran and exited 0
   kExitNonZero,  // ran and exited non-zero, or died of a signal
   kTimeout,      // killed at its wall-clock limit
@@ -23,10 +23,10 @@ enum class Outcome {
 };
 
 // The `outcome` label: ok, exit_nonzero, timeout, oom, cancelled, setup_error, invalid.
-const char* OutcomeName(Outcome outcome);
+const char* CallOutcomeName(CallOutcome outcome);
 
 // A finished run's outcome; the first that holds of cancelled, timeout, oom, then the exit code.
-Outcome ClassifyRun(const sandbox::RunResult& run);
+CallOutcome ClassifyRun(const sandbox::RunResult& run);
 
 // Buckets of mcp_exec_exec_duration_seconds: 5 ms to 300 s (the longest timeout by default).
 inline constexpr double kDurationBuckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
@@ -40,10 +40,10 @@ class ExecMetrics {
   // One call. `duration`: from the request to the run's end, for calls that reached the engine
   // (nullopt for kInvalid, and calls cancelled before they started). `output_bytes`: the
   // stdout and stderr returned.
-  void Record(Outcome outcome, std::optional<std::chrono::nanoseconds> duration,
+  void Record(CallOutcome outcome, std::optional<std::chrono::nanoseconds> duration,
               uint64_t output_bytes = 0);
 
-  uint64_t Calls(Outcome outcome) const;
+  uint64_t Calls(CallOutcome outcome) const;
   uint64_t OutputBytes() const { return output_bytes_.Value(); }
   metrics::Histogram::Snapshot Durations() const { return durations_.Take(); }
 

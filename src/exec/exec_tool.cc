@@ -162,7 +162,7 @@ json ExecTool::Definition() const {
 
 json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) {
   const auto started = std::chrono::steady_clock::now();
-  auto record = [this](Outcome outcome, std::optional<std::chrono::nanoseconds> duration,
+  auto record = [this](CallOutcome outcome, std::optional<std::chrono::nanoseconds> duration,
                        uint64_t output_bytes = 0) {
     if (metrics_) metrics_->Record(outcome, duration, output_bytes);
   };
@@ -170,18 +170,18 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   auto request = args.ok() ? ValidateRequest(config_, std::move(args->request))
                            : Result<ValidRequest>(args.error());
   if (!request.ok()) {
-    record(Outcome::kInvalid, std::nullopt);
+    record(CallOutcome::kInvalid, std::nullopt);
     return mcp::ToolError("invalid arguments: " + request.error().message);
   }
   const SessionArgument& session = args->session;
   if (session.present && !sessions_) {
-    record(Outcome::kInvalid, std::nullopt);
+    record(CallOutcome::kInvalid, std::nullopt);
     return mcp::ToolError("sessions are off on this server (MCP_EXEC_MAX_SESSIONS=0): call exec "
                           "without session");
   }
   json meta = {{"session", context.session_id}, {"request_id", context.request_id}};
   if (Cancelled(context.cancel_fd)) {
-    record(Outcome::kCancelled, std::nullopt);
+    record(CallOutcome::kCancelled, std::nullopt);
     return mcp::ToolError("cancelled before it started");
   }
 
@@ -211,7 +211,7 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   auto result = Execute(*engine_, config_, *request, hooks);
   const auto duration = std::chrono::steady_clock::now() - started;
   if (!result.ok()) {
-    record(Outcome::kSetupError, duration);
+    record(CallOutcome::kSetupError, duration);
     meta["error"] = result.error().message;
     log::Error("exec failed", meta);
     return mcp::ToolError(ErrorText(result.error()));
@@ -237,7 +237,7 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
 json ExecTool::CallInSession(const std::string& handle, const ValidRequest& request,
                              const sandbox::RunHooks& hooks, const mcp::ToolCallContext& context,
                              std::chrono::steady_clock::time_point started, json meta) {
-  auto refuse = [&](Outcome outcome, const Error& error) {
+  auto refuse = [&](CallOutcome outcome, const Error& error) {
     if (metrics_) metrics_->Record(outcome, std::chrono::steady_clock::now() - started, 0);
     meta["error"] = error.message;
     log::Info("exec in a session refused", meta);
@@ -247,8 +247,8 @@ json ExecTool::CallInSession(const std::string& handle, const ValidRequest& requ
   if (name.empty()) {
     auto opened = sessions_->Open(context.caller);
     if (!opened.ok()) {
-      return refuse(opened.error().code == ErrorCode::kResourceExhausted ? Outcome::kInvalid
-                                                                         : Outcome::kSetupError,
+      return refuse(opened.error().code == ErrorCode::kResourceExhausted ? CallOutcome::kInvalid
+                                                                         : CallOutcome::kSetupError,
                     opened.error());
     }
     name = opened->handle;
@@ -260,7 +260,7 @@ json ExecTool::CallInSession(const std::string& handle, const ValidRequest& requ
     const ErrorCode code = call.error().code;
     const bool callers = code == ErrorCode::kNotFound || code == ErrorCode::kFailedPrecondition ||
                          code == ErrorCode::kUnavailable || code == ErrorCode::kInvalidArgument;
-    return refuse(callers ? Outcome::kInvalid : Outcome::kSetupError, call.error());
+    return refuse(callers ? CallOutcome::kInvalid : CallOutcome::kSetupError, call.error());
   }
   const sandbox::RunResult& run = call->result.run;
   const uint64_t output_bytes = run.stdout_data.size() + run.stderr_data.size();

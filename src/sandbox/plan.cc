@@ -1,6 +1,7 @@
 #include "sandbox/plan.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -359,7 +360,6 @@ void LaunchPlan::BuildView() {
   view_.mount_op_count = mount_views_.size();
   view_.hostname = spec_.hostname.c_str();
   view_.hostname_len = spec_.hostname.size();
-  view_.clear_groups = spec_.privileged_id_mapping;
   view_.uid = spec_.inside_uid;
   view_.gid = spec_.inside_gid;
   view_.last_cap = static_cast<int>(cap_max_bits()) - 1;
@@ -392,9 +392,7 @@ void LaunchPlan::BuildView() {
 
 std::string LaunchPlan::Describe() const {
   std::ostringstream out;
-  out << "uid_map " << uid_map_ << "gid_map " << gid_map_
-      << "setgroups " << (spec_.privileged_id_mapping ? "allow, cleared by the child" : "deny")
-      << "\n";
+  out << "uid_map " << uid_map_ << "gid_map " << gid_map_ << "setgroups deny\n";
   for (const MountOp& op : mounts_) {
     out << MountOpKindName(op.kind) << (op.optional ? "?" : "") << " " << op.what << ": "
         << (op.source.empty() ? "-" : op.source) << " -> " << op.target;
@@ -466,15 +464,29 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
                      "refusing to map the sandbox's user to host uid or gid 0: configure an "
                      "unprivileged host uid/gid (--host-uid, --host-gid)");
   }
+  if (spec.privileged_id_mapping && getgroups(0, nullptr) != 0) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "this process runs as root with supplementary groups, which every sandbox "
+                     "would inherit and, with setgroups denied, could not clear: drop them "
+                     "first (sandbox::DropSupplementaryGroups; mcp-exec's commands do)");
+  }
   struct statvfs st;
   if (statvfs(root.c_str(), &st) != 0) return Errno(ErrorCode::kInternal, "statvfs(" + root + ")");
 
+  // A zygote's own user namespace maps the host ids to themselves, and its interpreter runs as
+  // them. A run's namespace, nested in it, then maps 65532 to the host ids as a cold run's does,
+  // and reads the same uid_map: a process reads its map relative to the parent namespace.
+  SandboxSpec own = spec;
+  if (spec.zygote) {
+    own.inside_uid = spec.outside_uid;
+    own.inside_gid = spec.outside_gid;
+  }
   std::shared_ptr<LaunchPlan> plan(new LaunchPlan());
-  plan->spec_ = spec;
+  plan->spec_ = own;
   plan->spec_.rootfs = root;
-  MCPEXEC_ASSIGN_OR_RETURN(plan->mounts_, BuildMountOps(spec, root, LockedFlags(st)));
-  plan->uid_map_ = std::to_string(spec.inside_uid) + " " + std::to_string(spec.outside_uid) + " 1\n";
-  plan->gid_map_ = std::to_string(spec.inside_gid) + " " + std::to_string(spec.outside_gid) + " 1\n";
+  MCPEXEC_ASSIGN_OR_RETURN(plan->mounts_, BuildMountOps(own, root, LockedFlags(st)));
+  plan->uid_map_ = std::to_string(own.inside_uid) + " " + std::to_string(own.outside_uid) + " 1\n";
+  plan->gid_map_ = std::to_string(own.inside_gid) + " " + std::to_string(own.outside_gid) + " 1\n";
   plan->workdir_ = kWorkspaceDir;
   plan->exec_path_ = exec_path;
   plan->argv_ = {exec_path, kProgramPath};
@@ -511,9 +523,9 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
     }
     ZygoteRunSetup setup;
     MCPEXEC_ASSIGN_OR_RETURN(setup.mounts, BuildZygoteRunMountOps(spec, root, LockedFlags(st)));
-    // The run's own user namespace maps its ids to the same ids of the zygote's.
-    setup.uid_map = std::to_string(spec.inside_uid) + " " + std::to_string(spec.inside_uid) + " 1\n";
-    setup.gid_map = std::to_string(spec.inside_gid) + " " + std::to_string(spec.inside_gid) + " 1\n";
+    // The run's own user namespace maps its ids to the zygote's, which are the host's.
+    setup.uid_map = std::to_string(spec.inside_uid) + " " + std::to_string(spec.outside_uid) + " 1\n";
+    setup.gid_map = std::to_string(spec.inside_gid) + " " + std::to_string(spec.outside_gid) + " 1\n";
     setup.hostname = spec.hostname;
     setup.workdir = plan->workdir_;
     // A cold init is a clone of this process, and shows its name.
@@ -534,6 +546,14 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
 HostIds ResolveHostIds(uid_t root_uid, gid_t root_gid) {
   if (geteuid() == 0) return HostIds{root_uid, root_gid, true};
   return HostIds{geteuid(), getegid(), false};
+}
+
+Result<void> DropSupplementaryGroups() {
+  if (getgroups(0, nullptr) == 0) return Ok();
+  if (setgroups(0, nullptr) != 0) {
+    return Errno(ErrorCode::kPermissionDenied, "drop the supplementary groups (setgroups)");
+  }
+  return Ok();
 }
 
 }  // namespace mcpexec::sandbox

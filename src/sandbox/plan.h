@@ -84,6 +84,10 @@ class LaunchPlan {
 // a new kind fails the build here (-Wswitch) rather than reach either unnamed.
 const char* MountOpKindName(MountOpKind kind);
 
+// As root: drops this process's supplementary groups (all its threads'), which every sandbox
+// would otherwise inherit. Compile refuses a privileged spec until they are gone.
+Result<void> DropSupplementaryGroups();
+
 // Validates the spec against the host (the rootfs exists and has its mount points and
 // interpreter) and prepares the plan, whose sandboxes run under `limits` (required: running
 // without limits is never a default). Errors name the problem and the fix.

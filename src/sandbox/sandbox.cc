@@ -26,11 +26,10 @@ constexpr uint64_t kNamespaceFlags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID 
 
 Result<void> WriteIdMaps(pid_t pid, const LaunchPlan& plan) {
   const std::string proc = "/proc/" + std::to_string(pid);
-  // An unprivileged writer may map its own gid only after denying setgroups(2)
-  // (user_namespaces(7), "Interaction with system calls that change process UIDs or GIDs").
-  if (!plan.Spec().privileged_id_mapping) {
-    MCPEXEC_RETURN_IF_ERROR(WriteProcFile(proc + "/setgroups", "deny"));
-  }
+  // Denied as root too. An unprivileged writer may map its own gid only after denying
+  // setgroups(2) (user_namespaces(7)), which a zygote's run is: its namespace is made by a
+  // process without capabilities, and every sandbox is to look the same from inside.
+  MCPEXEC_RETURN_IF_ERROR(WriteProcFile(proc + "/setgroups", "deny"));
   MCPEXEC_RETURN_IF_ERROR(WriteProcFile(proc + "/gid_map", plan.GidMap()));
   return WriteProcFile(proc + "/uid_map", plan.UidMap());
 }

@@ -24,7 +24,6 @@ const char* FixedStepName(ChildStep step) {
     case ChildStep::kMountOp: return "mount";
     case ChildStep::kHostname: return "set the hostname";
     case ChildStep::kLoopback: return "bring up the loopback interface";
-    case ChildStep::kSetgroups: return "clear the supplementary groups";
     case ChildStep::kSetgid: return "switch to the sandbox gid";
     case ChildStep::kSetuid: return "switch to the sandbox uid";
     case ChildStep::kChdir: return "enter the workspace";

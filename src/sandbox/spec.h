@@ -35,8 +35,10 @@ struct SandboxSpec {
   gid_t inside_gid = kSandboxGid;
   uid_t outside_uid = 0;
   gid_t outside_gid = 0;
-  // True when the launcher has CAP_SETUID/CAP_SETGID over the host ids (runs as root): then
-  // setgroups stays allowed and the child clears the supplementary groups it inherited.
+  // True when the launcher has CAP_SETUID/CAP_SETGID over the host ids (runs as root). Every
+  // sandbox denies setgroups(2) either way (a zygote's runs must: sandbox.cc, WriteIdMaps), so
+  // it keeps the supplementary groups it inherits: as root the launcher drops its own first
+  // (DropSupplementaryGroups), and Compile refuses a privileged spec while it has any.
   bool privileged_id_mapping = false;
 
   std::string hostname = "sandbox";

@@ -73,7 +73,9 @@ TEST_P(Adversarial, RES_07_OutputFloodOnBothStreamsIsCapped) {
       r.json["stdout"].get<std::string>().size() + r.json["stderr"].get<std::string>().size();
   // 1 MiB of raw output at most; each invalid byte becomes U+FFFD (3 bytes).
   EXPECT_LE(kept, 3u << 20);
-  EXPECT_THAT(r.json["stdout"].get<std::string>(), ::testing::HasSubstr("\xef\xbf\xbd"));
+  // The streams share the cap: on a busy machine one thread's writes may fill it all.
+  EXPECT_THAT(r.json["stdout"].get<std::string>() + r.json["stderr"].get<std::string>(),
+              ::testing::HasSubstr("\xef\xbf\xbd"));
   EXPECT_GT(r.peak_rss_kib, 1024) << "positive control: mcp-exec's memory was sampled";
   EXPECT_LT(r.peak_rss_kib, 128 * 1024) << "the supervisor's memory grew with the output";
   EXPECT_LT(r.elapsed, milliseconds(20000));

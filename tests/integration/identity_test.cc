@@ -172,6 +172,31 @@ print(json.dumps({"gethostname": socket.gethostname(), "uname": os.uname().noden
   EXPECT_STRNE(host, "sandbox") << "the host's own name hides a leak of the host's UTS namespace";
 }
 
+// setgroups is denied in every sandbox, so a sandbox keeps the groups it inherits: as root,
+// mcp-exec drops its own supplementary groups first, whichever engine makes the sandbox. (An
+// unprivileged launcher cannot drop them; its sandboxes show them as 65534, in every engine.)
+TEST_P(IdentityTest, NoSupplementaryGroupsAndSetgroupsDeniedInEveryEngine) {
+  const std::string code = R"py(
+import json, os
+print(json.dumps({"groups": os.getgroups(), "setgroups": open("/proc/self/setgroups").read()}))
+)py";
+  for (const char* engine : {"cold", "pool", "zygote"}) {
+    std::vector<std::string> argv = {runner_.Binary(), "run", "--rootfs", runner_.Rootfs(),
+                                     "--engine", engine, "--code", code};
+    if (GetParam() == RunMode::kCaller) {
+      // Root holding two supplementary groups, as under sudo (initgroups).
+      argv.insert(argv.begin(), {"/usr/bin/setpriv", "--groups", "4,27", "--"});
+    }
+    const Outcome r = runner_.RunCommand(argv);
+    ASSERT_EQ(r.exit_status, 0) << engine << r.Describe();
+    const json j = r.ProgramJson();
+    EXPECT_EQ(j["setgroups"], "deny\n") << engine;
+    if (GetParam() == RunMode::kCaller) {
+      EXPECT_EQ(j["groups"], json::array()) << engine;
+    }
+  }
+}
+
 MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(IdentityTest);
 
 }  // namespace

@@ -51,15 +51,6 @@ const std::vector<Exception> kExceptions = {
      "are authenticated per call (docs/sessions.md, The control channel)"},
     {"session-pool", "", "fds", "as session-cold: the session's control socket"},
     {"session-zygote", "", "fds", "as session-cold: the session's control socket"},
-    {"zygote", "Caller", "setgroups",
-     "the run's user namespace is made inside the zygote's, and only a process of the zygote's "
-     "user namespace with CAP_SETGID there may write its gid_map with setgroups allowed: the "
-     "zygote's processes have no capabilities, so the run denies setgroups first, as every "
-     "rootless run does (docs/engine.md, The zygote)"},
-    {"zygote", "Unprivileged", "uid_map",
-     "the run's user namespace is nested in the zygote's, so its map is to the zygote's 65532, "
-     "where a cold run's is to the host user (docs/engine.md, The zygote)"},
-    {"zygote", "Unprivileged", "gid_map", "as uid_map: nested in the zygote's user namespace"},
 };
 
 const Exception* FindException(const std::string& variant, RunMode mode,

@@ -96,32 +96,32 @@ sandbox::RunResult Exited(int exit_code) {
 }
 
 TEST(ExecMetrics, ClassifiesRunsCancelledThenTimeoutThenOomThenExit) {
-  EXPECT_EQ(exec::ClassifyRun(Exited(0)), exec::Outcome::kOk);
-  EXPECT_EQ(exec::ClassifyRun(Exited(3)), exec::Outcome::kExitNonZero);
-  EXPECT_EQ(exec::ClassifyRun(Exited(128 + 9)), exec::Outcome::kExitNonZero);
+  EXPECT_EQ(exec::ClassifyRun(Exited(0)), exec::CallOutcome::kOk);
+  EXPECT_EQ(exec::ClassifyRun(Exited(3)), exec::CallOutcome::kExitNonZero);
+  EXPECT_EQ(exec::ClassifyRun(Exited(128 + 9)), exec::CallOutcome::kExitNonZero);
   sandbox::RunResult r = Exited(-1);
   r.oom_killed = true;  // a process of the run was OOM-killed, whatever ended it
-  EXPECT_EQ(exec::ClassifyRun(r), exec::Outcome::kOomKilled);
+  EXPECT_EQ(exec::ClassifyRun(r), exec::CallOutcome::kOomKilled);
   r.outcome = sandbox::Outcome::kTimedOut;
-  EXPECT_EQ(exec::ClassifyRun(r), exec::Outcome::kTimeout);
+  EXPECT_EQ(exec::ClassifyRun(r), exec::CallOutcome::kTimeout);
   r.outcome = sandbox::Outcome::kCancelled;
-  EXPECT_EQ(exec::ClassifyRun(r), exec::Outcome::kCancelled);
+  EXPECT_EQ(exec::ClassifyRun(r), exec::CallOutcome::kCancelled);
 }
 
 TEST(ExecMetrics, CountsCallsDurationsAndOutputAfterSimulatedCalls) {
   exec::ExecMetrics m;
-  m.Record(exec::Outcome::kOk, 20ms, 6);
-  m.Record(exec::Outcome::kOk, 3ms, 4);
-  m.Record(exec::Outcome::kExitNonZero, 40ms, 100);
-  m.Record(exec::Outcome::kTimeout, 1s, 0);
-  m.Record(exec::Outcome::kSetupError, 2ms);
-  m.Record(exec::Outcome::kInvalid, std::nullopt);
-  EXPECT_EQ(m.Calls(exec::Outcome::kOk), 2u);
-  EXPECT_EQ(m.Calls(exec::Outcome::kExitNonZero), 1u);
-  EXPECT_EQ(m.Calls(exec::Outcome::kTimeout), 1u);
-  EXPECT_EQ(m.Calls(exec::Outcome::kOomKilled), 0u);
-  EXPECT_EQ(m.Calls(exec::Outcome::kSetupError), 1u);
-  EXPECT_EQ(m.Calls(exec::Outcome::kInvalid), 1u);
+  m.Record(exec::CallOutcome::kOk, 20ms, 6);
+  m.Record(exec::CallOutcome::kOk, 3ms, 4);
+  m.Record(exec::CallOutcome::kExitNonZero, 40ms, 100);
+  m.Record(exec::CallOutcome::kTimeout, 1s, 0);
+  m.Record(exec::CallOutcome::kSetupError, 2ms);
+  m.Record(exec::CallOutcome::kInvalid, std::nullopt);
+  EXPECT_EQ(m.Calls(exec::CallOutcome::kOk), 2u);
+  EXPECT_EQ(m.Calls(exec::CallOutcome::kExitNonZero), 1u);
+  EXPECT_EQ(m.Calls(exec::CallOutcome::kTimeout), 1u);
+  EXPECT_EQ(m.Calls(exec::CallOutcome::kOomKilled), 0u);
+  EXPECT_EQ(m.Calls(exec::CallOutcome::kSetupError), 1u);
+  EXPECT_EQ(m.Calls(exec::CallOutcome::kInvalid), 1u);
   EXPECT_EQ(m.OutputBytes(), 110u);
   const metrics::Histogram::Snapshot d = m.Durations();
   EXPECT_EQ(d.count, 5u);  // not the invalid call: it never reached the engine
@@ -219,7 +219,7 @@ engine::EngineState ZygoteState(size_t ready, bool alive) {
 
 TEST(ServeMetrics, WritesBuildPoolEngineAndLimitsFamilies) {
   exec::ExecMetrics exec_metrics;
-  exec_metrics.Record(exec::Outcome::kOk, 10ms, 1);
+  exec_metrics.Record(exec::CallOutcome::kOk, 10ms, 1);
   mcp::WorkerPool pool(3, 4);
   FakeEngine engine(ZygoteState(1, true));
   TextWriter out;

@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <grp.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -59,7 +61,7 @@ TEST(Compile, MapsTheSandboxUserToTheHostIds) {
   EXPECT_EQ((*plan)->UidMap(), "65532 1000 1\n");
   EXPECT_EQ((*plan)->GidMap(), "65532 1000 1\n");
   EXPECT_EQ((*plan)->View().uid, 65532u);
-  EXPECT_FALSE((*plan)->View().clear_groups);
+  EXPECT_THAT((*plan)->Describe(), HasSubstr("setgroups deny"));
 }
 
 TEST(Compile, RootfsIsBoundReadOnlyNosuidNodevThenPivoted) {
@@ -227,16 +229,31 @@ TEST(Compile, WithoutAUsableFigureBackendTheProgramKeepsAgg) {
   }
 }
 
-TEST(Compile, RootModeClearsGroups) {
+// As root, with supplementary groups: 0 when Compile refuses `spec` until they are dropped.
+int CompileHoldingGroups(const SandboxSpec& spec) {
+  const gid_t groups[] = {4, 27};
+  if (setgroups(2, groups) != 0) return 10;
+  auto refused = Compile(spec, TestLimits());
+  if (refused.ok() || refused.error().message.find("supplementary groups") == std::string::npos) {
+    return 11;
+  }
+  if (!DropSupplementaryGroups().ok() || getgroups(0, nullptr) != 0) return 12;
+  auto plan = Compile(spec, TestLimits());
+  if (!plan.ok() || (*plan)->Describe().find("setgroups deny") == std::string::npos) return 13;
+  return 0;
+}
+
+// As root, setgroups is denied as it is rootless, so a sandbox keeps the groups it inherits:
+// a launcher that holds supplementary groups is refused until it drops them.
+TEST(Compile, RootModeDeniesSetgroupsAndNeedsNoSupplementaryGroups) {
+  if (geteuid() != 0) GTEST_SKIP() << "holding a supplementary group takes root";
   FakeRootfs rootfs;
   SandboxSpec spec = SpecFor(rootfs.Root());
   spec.privileged_id_mapping = true;
   spec.outside_uid = 65532;
   spec.outside_gid = 65532;
-  auto plan = Compile(spec, TestLimits());
-  ASSERT_TRUE(plan.ok()) << plan.error().message;
-  EXPECT_TRUE((*plan)->View().clear_groups);
-  EXPECT_THAT((*plan)->Describe(), HasSubstr("setgroups allow, cleared by the child"));
+  // In a child process: the groups of the test binary stay as they are.
+  EXPECT_EXIT(_exit(CompileHoldingGroups(spec)), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(Compile, RefusesHostRoot) {
@@ -294,6 +311,16 @@ TEST(Compile, AZygoteKeepsACleanRootfsForItsRuns) {
   EXPECT_EQ(run.back().kind, MountOpKind::kPivotRoot) << "each run pivots into its root";
   EXPECT_EQ(run.back().target, "/mnt");
   EXPECT_NE((*plan)->View().zygote_module, nullptr) << "the zygote's init hands it the extension";
+  // The zygote's user namespace maps the host ids to themselves, and it runs as them; its runs'
+  // workspaces are the sandbox user's, in their own namespaces.
+  EXPECT_EQ((*plan)->UidMap(), "1000 1000 1\n");
+  EXPECT_EQ((*plan)->GidMap(), "1000 1000 1\n");
+  EXPECT_EQ((*plan)->View().uid, 1000u);
+  const auto workspace = std::find_if(run.begin(), run.end(), [](const MountOp& op) {
+    return op.fstype == "tmpfs" && op.target == "/mnt/tmp";
+  });
+  ASSERT_NE(workspace, run.end());
+  EXPECT_THAT(workspace->data, HasSubstr("uid=65532,gid=65532"));
 
   fs::remove(rootfs.Root() + "/mnt");
   auto without = Compile(spec, TestLimits());

@@ -27,8 +27,8 @@ ZygoteRunSetup ASetup() {
       MountOp{MountOpKind::kMkdir, true, "", "/mnt/tmp/outputs", "", "", 0, 0755, "outputs"});
   setup.mounts.push_back(
       MountOp{MountOpKind::kPivotRoot, false, "", "/mnt", "", "", 0, 0, "pivot_root"});
-  setup.uid_map = "65532 65532 1\n";
-  setup.gid_map = "65532 65532 1\n";
+  setup.uid_map = "65532 1000 1\n";
+  setup.gid_map = "65532 1000 1\n";
   setup.hostname = "sandbox";
   setup.workdir = "/tmp";
   setup.init_name = "a-supervisor-name-longer-than-15";
@@ -80,8 +80,8 @@ TEST(ZygoteRun, WhatIsPackedIsWhatTheRunReads) {
   ASSERT_NE(run->plan.seccomp, nullptr);
   ASSERT_EQ(run->plan.seccomp->len, 2u);
   EXPECT_EQ(run->plan.seccomp->filter[1].k, 0x7fff0000u);
-  EXPECT_STREQ(run->uid_map, "65532 65532 1\n");
-  EXPECT_STREQ(run->gid_map, "65532 65532 1\n");
+  EXPECT_STREQ(run->uid_map, "65532 1000 1\n");
+  EXPECT_STREQ(run->gid_map, "65532 1000 1\n");
   EXPECT_STREQ(run->init_name, "a-supervisor-na");  // /proc/PID/comm holds 15 bytes
   EXPECT_EQ(run->namespaces, static_cast<uint64_t>(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
                                                    CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |

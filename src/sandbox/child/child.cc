@@ -49,7 +49,6 @@ void RearmDeathSignal() noexcept {
 }
 
 void SetIds(const PlanView& plan) noexcept {
-  if (plan.clear_groups && syscall(SYS_setgroups, 0, nullptr) != 0) Fail(ChildStep::kSetgroups);
   if (syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) Fail(ChildStep::kSetgid);
   if (syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0) Fail(ChildStep::kSetuid);
 }

@@ -65,7 +65,6 @@ struct PlanView {
   const char* hostname;
   size_t hostname_len;
 
-  bool clear_groups;
   uid_t uid;
   gid_t gid;
 
@@ -112,7 +111,6 @@ enum class ChildStep : uint32_t {
   kMountOp,
   kHostname,
   kLoopback,
-  kSetgroups,
   kSetgid,
   kSetuid,
   kChdir,
