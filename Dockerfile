@@ -60,7 +60,7 @@ COPY tools /src/tools
 # -O2 without debug information, stripped: the tree's own default (debugoptimized) is -O2, what
 # the suites run; -O3 (buildtype=release) trips gcc 12's false -Wrestrict in <string>, an error
 # under the project's werror.
-RUN meson setup /build /src --prefix=/usr -Doptimization=2 -Ddebug=false -Dtests=false \
+RUN meson setup /build /src --prefix=/usr -Doptimization=2 -Ddebug=false -Dtests=false -Dunity=on \
  && ninja -C /build ${JOBS:+-j$JOBS} \
  && meson install -C /build --destdir /install --strip --quiet
 # The rootfs, built from its recipe by tools/build-rootfs exactly as on a host (in a cache of this
