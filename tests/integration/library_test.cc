@@ -270,8 +270,14 @@ TEST_F(ZygoteTest, AnEngineWhoseZygoteDiedRunsColdThenForksFromANewOne) {
   ASSERT_TRUE(warm.ok()) << warm.error().message;
   EXPECT_EQ(warm->stdout_data, "True\n");
   // The zygote's init is the only child of this process that is not a sandbox's first
-  // process: kill every child, and the zygote with them.
-  for (pid_t child : ChildrenOf(getpid())) kill(child, SIGKILL);
+  // process: kill every child, and the zygote with them. Each is waited for: a prepared sandbox
+  // still dying when a run takes it would be killed under that run, which is not what this test
+  // is about (that run's result would rightly be "killed from outside", an error).
+  const std::vector<pid_t> children = ChildrenOf(getpid());
+  for (pid_t child : children) kill(child, SIGKILL);
+  for (pid_t child : children) {
+    ASSERT_TRUE(WaitForExit(child, std::chrono::seconds(10))) << "pid " << child << " lives on";
+  }
   bool cold = false, warm_again = false;
   for (int i = 0; i < 50 && !(cold && warm_again); ++i) {
     auto result = (*engine)->Run(program, sandbox::RunLimits{}, {});
