@@ -255,9 +255,11 @@ print(json.dumps({"cpu_limit": resource.getrlimit(resource.RLIMIT_CPU)}))
   const auto cpu_ms = r.json["cpu_time_ms"].get<int64_t>();
   const auto wall_ms = r.json["duration_ms"].get<int64_t>();
   if (IsCgroup(r)) {
-    // Two spinning threads would use 2 CPUs; cpu.max allows half of one.
+    // Two spinning threads would use 2 CPUs; cpu.max allows half of one. The cap is the point;
+    // the floor only tells a quota far below the one asked (0.1 CPU would give wall / 10) from
+    // a host too busy to give the run its whole share (seen at load 11 on 2 cores: wall / 5).
     EXPECT_LE(cpu_ms, wall_ms / 2 + 300) << r.Describe();
-    EXPECT_GE(cpu_ms, wall_ms / 4) << r.Describe();
+    EXPECT_GE(cpu_ms, wall_ms / 8) << r.Describe();
   } else {
     // The rlimit backend cannot share CPU; it bounds CPU time: 0.5 CPU x 100 s.
     const nlohmann::json p = r.ProgramJson();
