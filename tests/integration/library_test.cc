@@ -195,12 +195,18 @@ print(json.dumps({
 TEST_F(ZygoteTest, EachForkIsAFreshSandboxWithItsOwnRandomState) {
   std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"numpy", "decimal"});
   ASSERT_NE(zygote, nullptr);
-  std::vector<json> seen;
+  // Both are forked before either runs: a namespace's inode number is free for reuse once the
+  // namespace is gone, so two sandboxes that never coexisted may show the same one.
+  std::vector<sandbox::Sandbox> boxes;
   for (int i = 0; i < 2; ++i) {
     auto box = zygote->Fork(std::chrono::seconds(30));
     ASSERT_TRUE(box.ok()) << box.error().message;
     EXPECT_TRUE(box->Waiting());
-    auto result = box->Run(sandbox::Program{kForkProbe, ""}, sandbox::RunLimits{});
+    boxes.push_back(std::move(*box));
+  }
+  std::vector<json> seen;
+  for (sandbox::Sandbox& box : boxes) {
+    auto result = box.Run(sandbox::Program{kForkProbe, ""}, sandbox::RunLimits{});
     ASSERT_TRUE(result.ok()) << result.error().message;
     ASSERT_EQ(result->exit_code, 0) << result->stderr_data;
     EXPECT_TRUE(result->warm);
