@@ -47,18 +47,23 @@ class EnvironmentsTest : public SandboxTest {
     const std::string copy = "cp -al '" + rootfs + "' '" + image + "'";
     ASSERT_EQ(std::system(copy.c_str()), 0)
         << copy << ": the test rootfs and /tmp must be on one filesystem";
+    // Every file of the copy is the rootfs's own inode: x's files are written only after the
+    // links to the rootfs's are removed, never through them.
     const std::string meta = image + "/usr/share/mcp-exec/environment";
+    const std::string module = image + "/usr/lib/python3/dist-packages/only_in_x.py";
+    fs::remove_all(meta);
+    fs::remove(module);
     fs::create_directories(meta);
     std::ofstream(meta + "/name") << "x\n";
     std::ofstream(meta + "/hash") << "00000000000000aa\n";
     std::ofstream(meta + "/packages.json") << R"([{"name":"only_in_x","version":"0.1"}])";
     std::ofstream(meta + "/preload.txt") << "# the module that tells a warm run\nonly_in_x\n";
     std::ofstream(meta + "/env.txt") << "ONLY_IN_X=yes\n";
-    std::ofstream(image + "/usr/lib/python3/dist-packages/only_in_x.py") << "MARK = 'x'\n";
+    std::ofstream(module) << "MARK = 'x'\n";
     for (const auto& entry : fs::recursive_directory_iterator(meta)) {
       fs::permissions(entry.path(), fs::perms(entry.is_directory() ? 0755 : 0644));
     }
-    fs::permissions(image + "/usr/lib/python3/dist-packages/only_in_x.py", fs::perms(0644));
+    fs::permissions(module, fs::perms(0644));
   }
 
   static void TearDownTestSuite() {
