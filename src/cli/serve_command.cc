@@ -8,6 +8,8 @@
 
 #include "cli/readiness.h"
 #include "cli/serve_metrics.h"
+#include "exec/environment_engines.h"
+#include "exec/environments.h"
 #include "exec/exec.h"
 #include "exec/exec_metrics.h"
 #include "exec/exec_tool.h"
@@ -133,22 +135,36 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
               "(MCP_EXEC_ALLOW_UNAUTHENTICATED=1): anyone who can reach the address can run code",
               {{"addr", config->addr}});
   }
-  auto plan = exec::PrepareSandboxes(*config);
-  if (!plan.ok()) {
-    log::Error("cannot prepare sandboxes", {{"error", ErrorText(plan.error())}});
+  std::vector<std::string> environment_warnings;
+  auto offer = exec::DiscoverEnvironments(*config, environment_warnings);
+  for (const std::string& warning : environment_warnings) log::Warn(warning);
+  if (!offer.ok()) {
+    log::Error("cannot offer the environments", {{"error", ErrorText(offer.error())}});
+    return 1;
+  }
+  auto backend = limits::OpenBackend(exec::BackendOptionsFor(*config));
+  if (!backend.ok()) {
+    log::Error("cannot prepare sandboxes", {{"error", ErrorText(backend.error())}});
+    return 1;
+  }
+  auto environments = exec::EnvironmentEngines::Prepare(*config, std::move(*offer), *backend);
+  if (!environments.ok()) {
+    log::Error("cannot prepare sandboxes", {{"error", ErrorText(environments.error())}});
     return 1;
   }
   std::vector<exec::PassedOver> passed_over;
-  auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kServe, &passed_over);
+  auto started = (*environments)->StartDefault(&passed_over);
   for (const exec::PassedOver& p : passed_over) {
     log::Warn("an engine does not start here; runs take a slower one",
               {{"engine", p.engine}, {"error", p.error.message}});
   }
-  if (!engine.ok()) {
+  if (!started.ok()) {
     log::Error("cannot start the engine", {{"engine", config::EngineName(config->engine)},
-                                           {"error", engine.error().message}});
+                                           {"error", started.error().message}});
     return 1;
   }
+  const std::shared_ptr<engine::Engine>& engine = (*environments)->DefaultEngine();
+  const sandbox::LaunchPlan& plan = engine->Plan();
   // A client that goes away mid-write must not kill the server.
   signal(SIGPIPE, SIG_IGN);
   if (config->transport != config::Transport::kStdio) {
@@ -164,16 +180,16 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   auto exec_metrics = std::make_shared<exec::ExecMetrics>();
   std::shared_ptr<engine::SessionStore> sessions;
   if (config->max_sessions > 0) {
-    sessions = std::make_shared<engine::SessionStore>(*engine, exec::SessionOptionsFor(*config));
+    sessions = std::make_shared<engine::SessionStore>(exec::SessionOptionsFor(*config));
   }
   std::vector<std::shared_ptr<mcp::Tool>> tools = {
-      std::make_shared<exec::ExecTool>(*config, *engine, exec_metrics, sessions)};
+      std::make_shared<exec::ExecTool>(*config, *environments, exec_metrics, sessions)};
   if (sessions) {
     tools.push_back(std::make_shared<exec::SessionListTool>(sessions));
     tools.push_back(std::make_shared<exec::SessionCloseTool>(sessions));
   }
   mcp::Server server(info, std::move(tools), pool);
-  const sandbox::SeccompFilter* filter = (*plan)->Seccomp();
+  const sandbox::SeccompFilter* filter = plan.Seccomp();
   if (filter == nullptr) {
     log::Warn("seccomp is off (MCP_EXEC_SECCOMP_PROFILE=unconfined): programs can use every "
               "system call the namespaces allow");
@@ -182,19 +198,21 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
       log::Debug("seccomp rule skipped", {{"syscall", skipped.name}, {"reason", skipped.reason}});
     }
   }
-  if ((*plan)->Limits().Kind() == limits::Backend::kRlimit) {
+  if (plan.Limits().Kind() == limits::Backend::kRlimit) {
     log::Warn("limits are degraded (MCP_EXEC_LIMITS=rlimit): no memory limit, only cpu time, "
               "process count and an address-space backstop; every result says "
               "limits_backend \"rlimit\"");
   }
   log::Info("starting", {{"version", version},
                          {"transport", config::TransportName(config->transport)},
-                         {"engine", (*engine)->Name()},
+                         {"engine", engine->Name()},
                          {"engine_setting", config::EngineName(config->engine)},
-                         {"rootfs", (*plan)->Spec().rootfs},
+                         {"rootfs", plan.Spec().rootfs},
+                         {"environments", (*environments)->Offered().Names()},
+                         {"default_environment", (*environments)->Offered().default_name},
                          {"seccomp_profile", config->seccomp_profile},
-                         {"limits_backend", limits::BackendName((*plan)->Limits().Kind())},
-                         {"limits_location", (*plan)->Limits().Location()},
+                         {"limits_backend", limits::BackendName(plan.Limits().Kind())},
+                         {"limits_location", plan.Limits().Location()},
                          {"memory_max", config->memory_max},
                          {"pids_max", config->pids_max},
                          {"cpus", config->cpus},
@@ -212,8 +230,8 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Info("stdin closed: stopping");
     return 0;
   }
-  const ServeMetricsSources sources{version, exec_metrics.get(), &pool, engine->get(),
-                                    (*plan)->Limits().Kind()};
+  const ServeMetricsSources sources{version, exec_metrics.get(), &pool, engine.get(),
+                                    plan.Limits().Kind()};
   return ServeHttp(server, pool, *config, sources);
 }
 

@@ -117,6 +117,40 @@ Result<std::vector<std::string>> ParseModuleList(const std::string& text) {
   return modules;
 }
 
+bool IsEnvironmentName(std::string_view name) {
+  if (name.empty() || name.size() > 32) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char ch = name[i];
+    const bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+    if (!alnum && (i == 0 || (ch != '_' && ch != '-'))) return false;
+  }
+  return true;
+}
+
+Result<std::vector<std::string>> ParseEnvironmentList(const std::string& text) {
+  std::vector<std::string> names;
+  if (text.find_first_not_of(" \t") == std::string::npos) return names;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string name = text.substr(start, comma - start);
+    const size_t first = name.find_first_not_of(" \t");
+    name = first == std::string::npos ? "" : name.substr(first, name.find_last_not_of(" \t") - first + 1);
+    start = comma + 1;
+    if (!IsEnvironmentName(name)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "\"" + name + "\" is not an environment name (1 to 32 of a-z, 0-9, _ and "
+                       "-, starting with a letter or digit)");
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return MakeError(ErrorCode::kInvalidArgument, "\"" + name + "\" is named twice");
+    }
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
 Result<long long> ParseInt(const std::string& text, long long min, long long max) {
   if (text.empty() || text.find_first_not_of("0123456789-") != std::string::npos) {
     return MakeError(ErrorCode::kInvalidArgument, "'" + text + "' is not a whole number");
@@ -209,6 +243,20 @@ Result<void> Validate(const Config& c) {
   if (c.max_output_file_bytes > (1ull << 30)) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "MCP_EXEC_MAX_OUTPUT_FILE_BYTES is at most 1g: files are read into memory");
+  }
+  if (!IsEnvironmentName(c.default_environment)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MCP_EXEC_DEFAULT_ENVIRONMENT: \"" + c.default_environment +
+                         "\" is not an environment name (1 to 32 of a-z, 0-9, _ and -, starting "
+                         "with a letter or digit)");
+  }
+  if (!c.environments.empty() &&
+      std::find(c.environments.begin(), c.environments.end(), c.default_environment) ==
+          c.environments.end()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the default environment \"" + c.default_environment +
+                         "\" (MCP_EXEC_DEFAULT_ENVIRONMENT) is not one of MCP_EXEC_ENVIRONMENTS: "
+                         "add it there, or choose one of those as the default");
   }
   if (c.host_uid == 0 || c.host_gid == 0) {
     return MakeError(ErrorCode::kInvalidArgument,

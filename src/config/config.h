@@ -74,6 +74,15 @@ struct Config {
   // MCP_EXEC_PRELOAD: modules a warm interpreter imports before its program, comma-separated.
   std::vector<std::string> preload = {"numpy", "pandas", "matplotlib.pyplot"};
 
+  // Environments (docs/environments.md): read-only images a call chooses among.
+  // MCP_EXEC_ENVIRONMENTS: the names offered; empty: "default" and every image built in the
+  // environments directory.
+  std::vector<std::string> environments;
+  std::string default_environment = "default";  // MCP_EXEC_DEFAULT_ENVIRONMENT
+  // MCP_EXEC_ENVIRONMENTS_DIR: where the images other than "default" are; empty: the directory
+  // `environments` beside the rootfs as configured (EnvironmentsDir, exec/environments.h).
+  std::string environments_dir;
+
   // The server (mcp-exec serve).
   Transport transport = Transport::kStdio;  // MCP_EXEC_TRANSPORT
   std::string addr = ":8080";               // MCP_EXEC_ADDR: listen address for http/sse
@@ -136,6 +145,12 @@ inline constexpr int kFigureMaxPxMax = 8192;
 // Parses MCP_EXEC_PRELOAD: dotted module names ("numpy", "matplotlib.pyplot") separated by
 // commas, blanks around them ignored; empty for none.
 Result<std::vector<std::string>> ParseModuleList(const std::string& text);
+
+// An environment's name: [a-z0-9][a-z0-9_-]{0,31}.
+bool IsEnvironmentName(std::string_view name);
+// Parses MCP_EXEC_ENVIRONMENTS: environment names separated by commas, blanks around them
+// ignored, none twice; empty for none.
+Result<std::vector<std::string>> ParseEnvironmentList(const std::string& text);
 
 // Parses a byte count: digits with an optional binary suffix k, m or g ("64m" = 64 MiB).
 Result<uint64_t> ParseBytes(const std::string& text);

@@ -398,6 +398,40 @@ constexpr Setting kSettings[] = {
      .doc = "modules a pool sandbox's interpreter imports before its program, comma-separated; "
             "empty for none. One that does not import stops `serve` with the import's error",
      .store = [](Config& c, const V& v) { c.preload = v.list; }},
+    {.env = "MCP_EXEC_ENVIRONMENTS",
+     .flag = "--environments",
+     .type = T::kNameList,
+     .default_text = "",
+     .computed_default = "`default` and every built image",
+     .help = "Environments offered, comma-separated (default: default and every image built in "
+             "the environments directory)",
+     .doc = "the environments (images) offered, comma-separated: a call chooses one with the "
+            "`environment` argument. Empty: `default` and every image built in the environments "
+            "directory; a named one that is not built is not offered, with a warning "
+            "([Environments](docs/environments.md#choosing-an-environment))",
+     .scope = S::kServe,
+     .store = [](Config& c, const V& v) { c.environments = v.list; }},
+    {.env = "MCP_EXEC_DEFAULT_ENVIRONMENT",
+     .flag = "--default-environment",
+     .type = T::kNonEmpty,
+     .default_text = "default",
+     .help = "The environment of a call that names none; one of those offered",
+     .doc = "the environment of a call that names none; `serve` refuses to start when it is not "
+            "offered",
+     .scope = S::kServe,
+     .store = [](Config& c, const V& v) { c.default_environment = v.text; }},
+    {.env = "MCP_EXEC_ENVIRONMENTS_DIR",
+     .flag = "--environments-dir",
+     .type = T::kText,
+     .default_text = "",
+     .computed_default = "`environments` beside the rootfs",
+     .help = "Directory of the environment images other than default (default: environments "
+             "beside the rootfs as configured)",
+     .doc = "the directory of the environment images other than `default`, one directory per "
+            "name; empty: `environments` beside `MCP_EXEC_ROOTFS` as configured "
+            "(`build/environments`, `/var/lib/mcp-exec/environments`)",
+     .scope = S::kServe,
+     .store = [](Config& c, const V& v) { c.environments_dir = v.text; }},
     {.env = "MCP_EXEC_MAX_CONCURRENCY",
      .flag = "--max-concurrency",
      .type = T::kInt,
@@ -475,6 +509,12 @@ Result<void> Parse(const Setting& s, const std::string& text, SettingValue& v) {
       auto modules = ParseModuleList(text);
       if (!modules.ok()) return Invalid(s, modules.error().message);
       v.list = std::move(*modules);
+      return Ok();
+    }
+    case T::kNameList: {
+      auto names = ParseEnvironmentList(text);
+      if (!names.ok()) return Invalid(s, names.error().message);
+      v.list = std::move(*names);
       return Ok();
     }
   }

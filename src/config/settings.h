@@ -25,6 +25,7 @@ enum class SettingType {
   kText,        // anything, the empty text included
   kNonEmpty,    // any text but the empty one (paths, addresses)
   kModuleList,  // comma-separated dotted module names (ParseModuleList)
+  kNameList,    // comma-separated environment names (ParseEnvironmentList)
 };
 
 // Which commands take a setting's flag (the environment variable is read by every command).

@@ -48,6 +48,7 @@ std::string DeadReason(const sandbox::Session& session) {
 
 struct SessionStore::Entry {
   std::string caller;
+  std::string environment;
   std::optional<sandbox::Session> session;  // while open and not running a call
   UniqueFd init;  // a pidfd of its init: a busy session is killed by it
   Clock::time_point created, last_used;
@@ -67,9 +68,8 @@ bool SessionStore::WellFormed(const std::string& handle) {
   return true;
 }
 
-SessionStore::SessionStore(std::shared_ptr<Engine> engine, SessionOptions options)
-    : engine_(std::move(engine)),
-      options_(options),
+SessionStore::SessionStore(SessionOptions options)
+    : options_(options),
       instance_(InstanceId()) {
   sweeper_ = std::thread([this] { Sweep(); });
 }
@@ -89,7 +89,8 @@ SessionStore::~SessionStore() {
   if (sweeper_.joinable()) sweeper_.join();
 }
 
-Result<SessionInfo> SessionStore::Open(const std::string& caller) {
+Result<SessionInfo> SessionStore::Open(const std::string& caller, Engine& engine,
+                                       const std::string& environment) {
   {
     std::lock_guard lock(mutex_);
     if (open_ >= options_.max_sessions) {
@@ -110,7 +111,7 @@ Result<SessionInfo> SessionStore::Open(const std::string& caller) {
     release();
     return handle.error();
   }
-  Result<sandbox::Sandbox> warm = engine_->TakeWarm();
+  Result<sandbox::Sandbox> warm = engine.TakeWarm();
   Result<sandbox::Session> session = warm.ok() ? sandbox::Session::Start(std::move(*warm))
                                                 : Result<sandbox::Session>(warm.error());
   if (!session.ok()) {
@@ -119,6 +120,7 @@ Result<SessionInfo> SessionStore::Open(const std::string& caller) {
   }
   auto entry = std::make_shared<Entry>();
   entry->caller = caller;
+  entry->environment = environment;
   entry->init = session->DupInitPidfd();
   entry->created = entry->last_used = Clock::now();
   entry->session.emplace(std::move(*session));
@@ -142,9 +144,17 @@ Result<std::shared_ptr<SessionStore::Entry>> SessionStore::Find(const std::strin
   return it->second;
 }
 
+Result<std::string> SessionStore::EnvironmentOf(const std::string& caller,
+                                                const std::string& handle) const {
+  std::lock_guard lock(mutex_);
+  MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(caller, handle));
+  return entry->environment;
+}
+
 SessionInfo SessionStore::InfoOf(const std::string& handle, const Entry& entry) const {
   SessionInfo info;
   info.handle = handle;
+  info.environment = entry.environment;
   info.created = WallClock(entry.created);
   info.last_used = WallClock(entry.last_used);
   info.expires_at = WallClock(std::min(entry.last_used + options_.idle,

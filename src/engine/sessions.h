@@ -35,6 +35,7 @@ struct SessionOptions {
 // What the caller may know of one of its sessions.
 struct SessionInfo {
   std::string handle;
+  std::string environment;  // the environment it was opened in, kept for its life
   std::chrono::system_clock::time_point created, last_used, expires_at;
   uint64_t calls = 0;
   bool busy = false;  // a call runs in it now
@@ -53,15 +54,20 @@ struct SessionCall {
 // in it), kUnavailable ("session ended: REASON"), kResourceExhausted (max_sessions open).
 class SessionStore {
  public:
-  SessionStore(std::shared_ptr<Engine> engine, SessionOptions options);
+  explicit SessionStore(SessionOptions options);
   // Ends every session.
   ~SessionStore();
   SessionStore(const SessionStore&) = delete;
   SessionStore& operator=(const SessionStore&) = delete;
 
-  // Opens a session for `caller`. The sandbox is made on the calling thread when the engine has
-  // none ready: call from a thread that lives as long as the server (a worker's).
-  Result<SessionInfo> Open(const std::string& caller);
+  // Opens a session for `caller` in the environment `environment`, with a sandbox of `engine`
+  // (that environment's). The sandbox is made on the calling thread when the engine has none
+  // ready: call from a thread that lives as long as the server (a worker's).
+  Result<SessionInfo> Open(const std::string& caller, Engine& engine,
+                           const std::string& environment);
+  // The environment `caller`'s session `handle` was opened in; Call's errors for a handle that is
+  // not the caller's, or not known.
+  Result<std::string> EnvironmentOf(const std::string& caller, const std::string& handle) const;
   // Runs a call in `caller`'s session `handle`; one at a time in a session (a second is
   // refused). A call that ends the session (CallResult::ended) leaves it ended.
   Result<SessionCall> Call(const std::string& caller, const std::string& handle,
@@ -90,7 +96,6 @@ class SessionStore {
   void Sweep();
   void Forget(Clock::time_point now);  // drops ended entries kept past their time. Under mutex_.
 
-  const std::shared_ptr<Engine> engine_;
   const SessionOptions options_;
   const std::string instance_;  // 8 hex digits, new at each start
   mutable std::mutex mutex_;

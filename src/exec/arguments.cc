@@ -24,7 +24,7 @@ json StringSchema(const char* description) {
 
 // code
 
-json CodeSchema(const config::Config&) { return StringSchema("Python 3 source to run as main.py"); }
+json CodeSchema(const config::Config&, const Offer&) { return StringSchema("Python 3 source to run as main.py"); }
 
 Result<void> ReadCode(const ArgumentSpec& self, const json& value, ExecArguments& out) {
   if (!value.is_string()) return WrongType(self);
@@ -41,7 +41,7 @@ Result<void> CheckCode(const config::Config&, const ExecRequest& request) {
 
 // timeout_s
 
-json TimeoutSchema(const config::Config& c) {
+json TimeoutSchema(const config::Config& c, const Offer&) {
   return {{"type", "integer"},
           {"description", "Wall-clock limit in seconds (default " +
                               std::to_string(c.default_timeout_s) + ", clamped to 1.." +
@@ -67,7 +67,7 @@ std::string TimeoutBound(const config::Config& c) {
 
 // stdin
 
-json StdinSchema(const config::Config&) { return StringSchema("Text given on standard input"); }
+json StdinSchema(const config::Config&, const Offer&) { return StringSchema("Text given on standard input"); }
 
 Result<void> ReadStdin(const ArgumentSpec& self, const json& value, ExecArguments& out) {
   if (!value.is_string()) return WrongType(self);
@@ -88,7 +88,7 @@ std::string StdinBound(const config::Config& c) { return "up to " + ByteCount(c.
 
 // files
 
-json FilesSchema(const config::Config&) {
+json FilesSchema(const config::Config&, const Offer&) {
   return {
       {"type", "array"},
       {"description", "Files written under /tmp (the working directory) before the program starts"},
@@ -118,7 +118,7 @@ std::string FilesBound(const config::Config& c) {
 
 // session
 
-json SessionSchema(const config::Config&) {
+json SessionSchema(const config::Config&, const Offer&) {
   return StringSchema(
       "Omit for a fresh sandbox, discarded after the run. \"new\": run in a new session, whose "
       "state stays for later calls; a handle an earlier call returned: run in that session");
@@ -132,7 +132,27 @@ Result<void> ReadSession(const ArgumentSpec& self, const json& value, ExecArgume
   return Ok();
 }
 
-const std::array<ArgumentSpec, 5> kArguments = {{
+// environment
+
+json EnvironmentSchema(const config::Config&, const Offer& offer) {
+  std::vector<std::string> names = offer.Names();
+  if (names.empty()) names.push_back(kDefaultEnvironment);
+  return {{"type", "string"},
+          {"enum", names},
+          {"description", "The image the program runs in, which decides what it can import "
+                          "(the description lists each one's packages); default \"" +
+                              (offer.environments.empty() ? std::string(kDefaultEnvironment)
+                                                          : offer.default_name) +
+                              "\". A session keeps the one it was opened in"}};
+}
+
+Result<void> ReadEnvironmentArg(const ArgumentSpec& self, const json& value, ExecArguments& out) {
+  if (!value.is_string() || value.get_ref<const std::string&>().empty()) return WrongType(self);
+  out.environment = value.get<std::string>();
+  return Ok();
+}
+
+const std::array<ArgumentSpec, 6> kArguments = {{
     {"code", true, "must be a string", CodeSchema, ReadCode, CheckCode, nullptr},
     {"timeout_s", false, "must be a whole number of seconds", TimeoutSchema, ReadTimeout, nullptr,
      TimeoutBound},
@@ -141,6 +161,10 @@ const std::array<ArgumentSpec, 5> kArguments = {{
     {"files", false, nullptr, FilesSchema, ReadFiles, CheckFiles, FilesBound},
     {"session", false, "must be \"new\" or a handle an earlier call returned", SessionSchema,
      ReadSession, nullptr, nullptr},
+    // Whether the server offers it is the tool's check (ExecTool::Call): the offer is not the
+    // configuration's.
+    {"environment", false, "must be the name of an offered environment", EnvironmentSchema,
+     ReadEnvironmentArg, nullptr, nullptr},
 }};
 
 const ArgumentSpec* Find(std::string_view name) {
@@ -165,11 +189,11 @@ std::string ArgumentBound(const char* name, const config::Config& config) {
   return a != nullptr && a->bound != nullptr ? a->bound(config) : "";
 }
 
-json InputSchema(const config::Config& config) {
+json InputSchema(const config::Config& config, const Offer& offer) {
   json properties = json::object();
   json required = json::array();
   for (const ArgumentSpec& a : kArguments) {
-    properties[a.name] = a.schema(config);
+    properties[a.name] = a.schema(config, offer);
     if (a.required) required.push_back(a.name);
   }
   return {{"type", "object"},

@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "config/config.h"
+#include "exec/environments.h"
 #include "sandbox/workspace_files.h"
 
 namespace mcpexec::exec {
@@ -34,6 +35,7 @@ struct SessionArgument {
 struct ExecArguments {
   ExecRequest request;
   SessionArgument session;
+  std::string environment;  // "": the default environment (or a session's own)
 };
 
 // One argument of `exec`.
@@ -42,8 +44,8 @@ struct ArgumentSpec {
   bool required;
   // What a value of the wrong type is told, after the name: "must be a string".
   const char* must;
-  // The property's JSON schema under this configuration.
-  nlohmann::json (*schema)(const config::Config& config);
+  // The property's JSON schema under this configuration and the environments offered.
+  nlohmann::json (*schema)(const config::Config& config, const Offer& offer);
   // Reads a value that is present and not null into `out`; errors are for the client.
   Result<void> (*read)(const ArgumentSpec& self, const nlohmann::json& value, ExecArguments& out);
   // Checks what was read against the configuration's bounds; nullptr when there are none.
@@ -58,8 +60,9 @@ std::span<const ArgumentSpec> Arguments();
 // The bound of the argument `name` in words (ArgumentSpec::bound), "" when it has none.
 std::string ArgumentBound(const char* name, const config::Config& config);
 
-// The tool's inputSchema under this configuration.
-nlohmann::json InputSchema(const config::Config& config);
+// The tool's inputSchema under this configuration; `environment` is an enum of `offer`'s names
+// (of "default" alone when it has none).
+nlohmann::json InputSchema(const config::Config& config, const Offer& offer = {});
 
 // Reads a call's arguments (a JSON object) by the table: types, required and unknown
 // arguments. Bounds are ValidateRequest's.

@@ -18,13 +18,12 @@ using nlohmann::json;
 
 // The CallToolResult: the structured result, its text, and then the files while the whole
 // stays within MCP_EXEC_MAX_RESULT_BYTES. The room for files is measured with every file
-// unreturned and given the longest reason, so returning one only shrinks the rest. A session's
-// call adds its fields (SessionFields).
-json ToolResult(const config::Config& config, const sandbox::RunResult& run,
-                const json& session_fields = json::object()) {
+// unreturned and given the longest reason, so returning one only shrinks the rest. `fields` are
+// the call's own: its environment, and a session's handle, expiry and value.
+json ToolResult(const config::Config& config, const sandbox::RunResult& run, const json& fields) {
   std::vector<FileReport> files = ReportOutputs(config, run.outputs, ResultCapReason(config));
-  auto shape = [&session_fields](json structured, json items) {
-    structured.update(session_fields);
+  auto shape = [&fields](json structured, json items) {
+    structured.update(fields);
     json content = json::array({{{"type", "text"}, {"text", structured.dump()}}});
     for (json& item : items) content.push_back(std::move(item));
     return json{{"content", std::move(content)},
@@ -44,11 +43,11 @@ bool Cancelled(int fd) {
 
 }  // namespace
 
-ExecTool::ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine,
+ExecTool::ExecTool(config::Config config, std::shared_ptr<EnvironmentEngines> environments,
                    std::shared_ptr<ExecMetrics> metrics,
                    std::shared_ptr<engine::SessionStore> sessions)
     : config_(std::move(config)),
-      engine_(std::move(engine)),
+      environments_(std::move(environments)),
       metrics_(std::move(metrics)),
       sessions_(std::move(sessions)) {}
 
@@ -56,11 +55,39 @@ void ExecTool::CallerGone(const std::string& caller) {
   if (sessions_) sessions_->CloseAll(caller);
 }
 
-std::string ExecTool::Describe(const config::Config& c, limits::Backend backend, bool figures) {
+std::string ExecTool::DescribeEnvironments(const Offer& offer) {
+  constexpr const char* kSeedSet = "numpy, pandas, matplotlib, PyYAML, Jinja2 and Pillow";
+  const bool one_unlisted = offer.environments.size() <= 1 &&
+                            (offer.environments.empty() || !offer.environments[0].has_metadata);
+  if (one_unlisted) {
+    return std::string("The sandbox has Python's standard library plus ") + kSeedSet + ".";
+  }
+  std::ostringstream d;
+  d << "The sandbox has Python's standard library plus the packages of its environment (the "
+       "environment argument; default \""
+    << offer.default_name << "\"), with their versions:";
+  for (const Environment& env : offer.environments) {
+    d << " " << env.name << ": ";
+    if (!env.has_metadata) {
+      d << kSeedSet;
+    } else {
+      for (size_t i = 0; i < env.packages.size(); ++i) {
+        d << (i == 0 ? "" : ", ") << env.packages[i].name << " " << env.packages[i].version;
+      }
+      if (env.packages.empty()) d << "none";
+    }
+    d << ".";
+  }
+  return d.str();
+}
+
+std::string ExecTool::Describe(const config::Config& c, limits::Backend backend, bool figures,
+                               const Offer& offer) {
   std::ostringstream d;
   d << "Run Python 3 code in a fresh, isolated sandbox and return its stdout, stderr and exit "
-       "code. The sandbox has Python's standard library plus numpy, pandas, matplotlib, "
-       "PyYAML, Jinja2 and Pillow. It has no network at all "
+       "code. "
+    << DescribeEnvironments(offer)
+    << " It has no network at all "
        "(no internet, no DNS, no access to the host's services) and runs as an unprivileged "
        "user with a read-only system. The working directory /tmp (also HOME) is an empty "
        "private space of "
@@ -110,14 +137,16 @@ std::string ExecTool::Describe(const config::Config& c, limits::Backend backend,
 
 json ExecTool::Definition() const {
   const json string = {{"type", "string"}};
+  const engine::Engine* engine = environments_ ? environments_->DefaultEngine().get() : nullptr;
+  const Offer offer = environments_ ? environments_->Offered() : Offer{};
   return {
       {"name", "exec"},
       {"title", "Run Python in a sandbox"},
       // Without an engine (only in tests) no limit is known to hold: say the least.
       {"description",
-       Describe(config_, engine_ ? engine_->Plan().Limits().Kind() : limits::Backend::kRlimit,
-                engine_ && engine_->Plan().CapturesFigures())},
-      {"inputSchema", InputSchema(config_)},
+       Describe(config_, engine ? engine->Plan().Limits().Kind() : limits::Backend::kRlimit,
+                engine && engine->Plan().CapturesFigures(), offer)},
+      {"inputSchema", InputSchema(config_, offer)},
       {"outputSchema",
        {{"type", "object"},
         {"properties",
@@ -148,7 +177,8 @@ json ExecTool::Definition() const {
           {"session", string},
           {"expires_at", {{"type", "string"}, {"format", "date-time"}}},
           {"result", {{"type", {"string", "null"}}}},
-          {"session_ended", string}}},
+          {"session_ended", string},
+          {"environment", string}}},
         {"required",
          {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}}}},
       {"annotations",
@@ -179,7 +209,19 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
     return mcp::ToolError("sessions are off on this server (MCP_EXEC_MAX_SESSIONS=0): call exec "
                           "without session");
   }
-  json meta = {{"session", context.session_id}, {"request_id", context.request_id}};
+  const std::string& requested = args->environment;
+  if (!requested.empty() && (!environments_ || !environments_->Offered().Find(requested))) {
+    record(CallOutcome::kInvalid, std::nullopt);
+    return mcp::ToolError("invalid arguments: unknown environment \"" + requested +
+                          "\": this server offers " +
+                          (environments_ ? environments_->Offered().NameList() : "none"));
+  }
+  const std::string environment =
+      !requested.empty() ? requested
+                         : (environments_ ? environments_->Offered().default_name : "");
+  json meta = {{"session", context.session_id},
+               {"request_id", context.request_id},
+               {"environment", environment}};
   if (Cancelled(context.cancel_fd)) {
     record(CallOutcome::kCancelled, std::nullopt);
     return mcp::ToolError("cancelled before it started");
@@ -206,9 +248,11 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
       }
     };
   }
-  if (session.present) return CallInSession(session.open ? "" : session.handle, *request, hooks,
-                                            context, started, meta);
-  auto result = Execute(*engine_, config_, *request, hooks);
+  if (session.present) {
+    return CallInSession(session.open ? "" : session.handle, requested, *request, hooks, context,
+                         started, meta);
+  }
+  auto result = Execute(*environments_->EngineFor(environment), config_, *request, hooks);
   const auto duration = std::chrono::steady_clock::now() - started;
   if (!result.ok()) {
     record(CallOutcome::kSetupError, duration);
@@ -231,10 +275,11 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   if (result->signal) meta["signal"] = sandbox::SignalName(*result->signal);
   log::Info("exec", meta);
   if (cancelled) return mcp::ToolError("cancelled");
-  return ToolResult(config_, *result);
+  return ToolResult(config_, *result, {{"environment", environment}});
 }
 
-json ExecTool::CallInSession(const std::string& handle, const ValidRequest& request,
+json ExecTool::CallInSession(const std::string& handle, const std::string& requested,
+                             const ValidRequest& request,
                              const sandbox::RunHooks& hooks, const mcp::ToolCallContext& context,
                              std::chrono::steady_clock::time_point started, json meta) {
   auto refuse = [&](CallOutcome outcome, const Error& error) {
@@ -244,8 +289,24 @@ json ExecTool::CallInSession(const std::string& handle, const ValidRequest& requ
     return mcp::ToolError(ErrorText(error));
   };
   std::string name = handle;
+  std::string environment = requested.empty() ? environments_->Offered().default_name : requested;
+  if (!name.empty()) {
+    // Unknown handles get the call's own error below.
+    auto kept = sessions_->EnvironmentOf(context.caller, name);
+    if (kept.ok() && !requested.empty() && requested != *kept) {
+      return refuse(CallOutcome::kInvalid,
+                    MakeError(ErrorCode::kInvalidArgument,
+                              "this session runs in the environment \"" + *kept +
+                                  "\", which it keeps for its life: call it without environment "
+                                  "(or with \"" + *kept + "\"), or open a new session with "
+                                  "session: \"new\" and environment: \"" + requested + "\""));
+    }
+    if (kept.ok()) environment = *kept;
+    meta["environment"] = environment;
+  }
   if (name.empty()) {
-    auto opened = sessions_->Open(context.caller);
+    auto opened =
+        sessions_->Open(context.caller, *environments_->EngineFor(environment), environment);
     if (!opened.ok()) {
       return refuse(opened.error().code == ErrorCode::kResourceExhausted ? CallOutcome::kInvalid
                                                                          : CallOutcome::kSetupError,
@@ -279,7 +340,8 @@ json ExecTool::CallInSession(const std::string& handle, const ValidRequest& requ
   if (call->ended) meta["session_ended"] = *call->ended;
   log::Info("exec", meta);
   if (cancelled) return mcp::ToolError("cancelled");
-  json fields = {{"session", name},
+  json fields = {{"environment", environment},
+                 {"session", name},
                  {"expires_at", log::IsoTime(call->session.expires_at)},
                  {"result", call->result.value ? json(RepairUtf8(*call->result.value)) : json()}};
   if (call->ended) fields["session_ended"] = *call->ended;

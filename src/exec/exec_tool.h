@@ -9,6 +9,8 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/sessions.h"
+#include "exec/environment_engines.h"
+#include "exec/environments.h"
 #include "exec/exec.h"
 #include "exec/exec_metrics.h"
 #include "limits/limits.h"
@@ -18,10 +20,11 @@ namespace mcpexec::exec {
 
 class ExecTool : public mcp::Tool {
  public:
-  // `engine` (StartEngine) gives every call its sandbox; every call is counted in `metrics`
-  // when it is set. `sessions` holds the sessions of the `session` argument; without it the
-  // argument is refused (MCP_EXEC_MAX_SESSIONS=0).
-  ExecTool(config::Config config, std::shared_ptr<engine::Engine> engine,
+  // `environments` gives every call its sandbox, from the engine of the environment it names (or
+  // the default one); every call is counted in `metrics` when it is set. `sessions` holds the
+  // sessions of the `session` argument; without it the argument is refused
+  // (MCP_EXEC_MAX_SESSIONS=0).
+  ExecTool(config::Config config, std::shared_ptr<EnvironmentEngines> environments,
            std::shared_ptr<ExecMetrics> metrics = nullptr,
            std::shared_ptr<engine::SessionStore> sessions = nullptr);
 
@@ -33,18 +36,24 @@ class ExecTool : public mcp::Tool {
 
   // The tool description, generated from the live configuration.
   // `figures`: the rootfs has the matplotlib backend that saves figures (CapturesFigures()).
+  // `offer`: the environments, each with its packages; none: the seed's set, unnamed.
   static std::string Describe(const config::Config& config, limits::Backend backend,
-                              bool figures = true);
+                              bool figures = true, const Offer& offer = {});
+  // What the description says of the environments: each one's name and importable packages with
+  // their versions, and which is the default; the seed's set when only "default" is offered
+  // and its image lists no packages.
+  static std::string DescribeEnvironments(const Offer& offer);
 
  private:
   // A call with the `session` argument: in the session `handle`, or in a new one when empty.
-  nlohmann::json CallInSession(const std::string& handle, const ValidRequest& request,
+  nlohmann::json CallInSession(const std::string& handle, const std::string& environment,
+                               const ValidRequest& request,
                                const sandbox::RunHooks& hooks,
                                const mcp::ToolCallContext& context,
                                std::chrono::steady_clock::time_point started, nlohmann::json meta);
 
   const config::Config config_;
-  const std::shared_ptr<engine::Engine> engine_;
+  const std::shared_ptr<EnvironmentEngines> environments_;
   const std::shared_ptr<ExecMetrics> metrics_;
   const std::shared_ptr<engine::SessionStore> sessions_;
 };

@@ -8,6 +8,7 @@ using nlohmann::json;
 
 json SessionJson(const engine::SessionInfo& info) {
   return {{"session", info.handle},
+          {"environment", info.environment},
           {"created", log::IsoTime(info.created)},
           {"last_used", log::IsoTime(info.last_used)},
           {"expires_at", log::IsoTime(info.expires_at)},
@@ -29,6 +30,7 @@ json SessionItemSchema() {
   return {{"type", "object"},
           {"properties",
            {{"session", string},
+            {"environment", string},
             {"created", {{"type", "string"}, {"format", "date-time"}}},
             {"last_used", {{"type", "string"}, {"format", "date-time"}}},
             {"expires_at", {{"type", "string"}, {"format", "date-time"}}},

@@ -13,7 +13,7 @@
 
 namespace mcpexec::exec {
 
-// What session_list shows of a session: session, created, last_used, expires_at, calls, busy,
+// What session_list shows of a session: session, environment, created, last_used, expires_at, calls, busy,
 // memory_bytes.
 nlohmann::json SessionJson(const engine::SessionInfo& info);
 

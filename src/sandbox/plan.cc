@@ -322,6 +322,7 @@ std::vector<std::string> ProgramEnv(const SandboxSpec& spec, bool captures_figur
     env.push_back("MPLBACKEND=Agg");
   }
   env.push_back("PYTHONDONTWRITEBYTECODE=1");
+  env.insert(env.end(), spec.extra_env.begin(), spec.extra_env.end());
   return env;
 }
 
@@ -470,6 +471,11 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
                      "would inherit and, with setgroups denied, could not clear: drop them "
                      "first (sandbox::DropSupplementaryGroups; mcp-exec's commands do)");
   }
+  for (const std::string& var : spec.extra_env) {
+    if (std::string problem = ExtraEnvProblem(var); !problem.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, problem);
+    }
+  }
   struct statvfs st;
   if (statvfs(root.c_str(), &st) != 0) return Errno(ErrorCode::kInternal, "statvfs(" + root + ")");
 
@@ -541,6 +547,34 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   }
   plan->BuildView();
   return std::shared_ptr<const LaunchPlan>(std::move(plan));
+}
+
+std::string ExtraEnvProblem(const std::string& var) {
+  const size_t eq = var.find('=');
+  const std::string key = var.substr(0, eq);
+  if (eq == std::string::npos || key.empty()) {
+    return "the environment variable \"" + var + "\" is not KEY=VALUE";
+  }
+  if (var.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+    return "the environment variable " + key + " holds a NUL or a line break";
+  }
+  for (const char ch : key) {
+    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                    (ch >= '0' && ch <= '9') || ch == '_';
+    if (!ok) return "the environment variable name \"" + key + "\" is not letters, digits and _";
+  }
+  // What the sandbox sets itself (ProgramEnv) stays as it is: an image may add, never replace.
+  static constexpr const char* kOwn[] = {"PATH", "HOME", "LANG", "MPLBACKEND"};
+  static constexpr const char* kOwnPrefixes[] = {"PYTHON", "MCP_EXEC_"};
+  bool own = false;
+  for (const char* name : kOwn) own = own || key == name;
+  for (const char* prefix : kOwnPrefixes) own = own || key.rfind(prefix, 0) == 0;
+  if (own) {
+    return "the environment variable " + key +
+           " is set by mcp-exec itself (PATH, HOME, LANG, MPLBACKEND, PYTHON*, MCP_EXEC_*) and "
+           "cannot be given";
+  }
+  return "";
 }
 
 HostIds ResolveHostIds(uid_t root_uid, gid_t root_gid) {

@@ -61,11 +61,19 @@ struct SandboxSpec {
   // Docker-format seccomp profile the program runs under (seccomp_profile.h): kSeccompDefault,
   // a file, or kSeccompUnconfined. Empty is an error: running without a filter is a choice, never a default.
   std::string seccomp_profile;
+
+  // Variables added to the program's environment (an environment image's env.txt), KEY=VALUE
+  // each. Compile refuses a key the sandbox sets itself (PATH, HOME, LANG, MPLBACKEND, PYTHON*,
+  // MCP_EXEC_*), a malformed one, and NUL or a line break anywhere.
+  std::vector<std::string> extra_env;
 };
 
 inline constexpr const char* kSeccompUnconfined = "unconfined";
 // The profile compiled into the binary, from seccomp-profiles/default.json.
 inline constexpr const char* kSeccompDefault = "default";
+
+// Why `var` (KEY=VALUE) cannot be one of SandboxSpec::extra_env, or "" when it can.
+std::string ExtraEnvProblem(const std::string& var);
 
 // Host-side identity of the sandbox's uid/gid 65532.
 struct HostIds {

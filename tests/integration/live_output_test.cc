@@ -63,7 +63,7 @@ TEST(ExecLiveOutputTest, AProgramsOutputReachesProgressAndLogAsItIsWritten) {
   ASSERT_TRUE(config::ApplyEnv(config::ProcessEnv(), config).ok());
   auto plan = exec::PrepareSandboxes(config);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
-  exec::ExecTool tool(config, engine::MakeColdEngine(*plan));
+  exec::ExecTool tool(config, exec::EnvironmentEngines::Single(engine::MakeColdEngine(*plan)));
 
   std::mutex mu;
   std::vector<Seen> progress, logs;

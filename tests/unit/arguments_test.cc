@@ -29,7 +29,8 @@ TEST(ExecArguments, EveryArgumentIsRead) {
                              {"timeout_s", 7.0},
                              {"stdin", "in"},
                              {"files", {{{"path", "a.txt"}, {"content", "x"}}}},
-                             {"session", "new"}});
+                             {"session", "new"},
+                             {"environment", "data"}});
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->request.code, "print(1)");
   EXPECT_EQ(read->request.timeout_s, 7);
@@ -38,6 +39,20 @@ TEST(ExecArguments, EveryArgumentIsRead) {
   EXPECT_EQ(read->request.files[0].path, "a.txt");
   EXPECT_TRUE(read->session.present);
   EXPECT_TRUE(read->session.open);
+  EXPECT_EQ(read->environment, "data");
+}
+
+TEST(ExecArguments, TheEnvironmentIsAnEnumOfTheOfferedNames) {
+  Offer offer;
+  offer.environments.resize(2);
+  offer.environments[0].name = "default";
+  offer.environments[1].name = "data";
+  offer.default_name = "data";
+  const json schema = InputSchema(config::Defaults("/r"), offer)["properties"]["environment"];
+  EXPECT_EQ(schema["enum"], json::array({"default", "data"}));
+  EXPECT_THAT(schema["description"].get<std::string>(), HasSubstr("default \"data\""));
+  EXPECT_EQ(InputSchema(config::Defaults("/r"))["properties"]["environment"]["enum"],
+            json::array({"default"}));
 }
 
 TEST(ExecArguments, NullIsAbsentAndARequiredOneIsMissed) {

@@ -229,6 +229,49 @@ TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
   }
 }
 
+TEST(Config, EnvironmentVariablesHaveTheirDefaultsAndParse) {
+  Config c = Defaults("/r");
+  EXPECT_TRUE(c.environments.empty()) << "unset: default and every built image";
+  EXPECT_EQ(c.default_environment, "default");
+  EXPECT_EQ(c.environments_dir, "");
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENVIRONMENTS", " default , data,x-1_2 "},
+                            {"MCP_EXEC_DEFAULT_ENVIRONMENT", "data"},
+                            {"MCP_EXEC_ENVIRONMENTS_DIR", "/srv/envs"}}),
+                       c)
+                  .ok());
+  EXPECT_EQ(c.environments, (std::vector<std::string>{"default", "data", "x-1_2"}));
+  EXPECT_EQ(c.default_environment, "data");
+  EXPECT_EQ(c.environments_dir, "/srv/envs");
+  EXPECT_TRUE(Validate(c).ok());
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENVIRONMENTS", ""}}), c).ok());
+  EXPECT_TRUE(c.environments.empty());
+
+  for (const std::string& bad : std::vector<std::string>{"data,,x", "data,", "Data", "-x", "a b", "x/y", "data,data",
+                                 std::string(33, 'a')}) {
+    auto r = ApplyEnv(Env({{"MCP_EXEC_ENVIRONMENTS", bad}}), c);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message.find("MCP_EXEC_ENVIRONMENTS: "), 0u) << r.error().message;
+  }
+  EXPECT_TRUE(IsEnvironmentName(std::string(32, 'a')));
+  EXPECT_TRUE(IsEnvironmentName("0"));
+  EXPECT_FALSE(IsEnvironmentName("_x"));
+}
+
+TEST(Config, TheDefaultEnvironmentMustBeANameAndAmongThoseListed) {
+  Config c = Defaults("/r");
+  c.default_environment = "Data";
+  EXPECT_THAT(Validate(c).error().message,
+              HasSubstr("MCP_EXEC_DEFAULT_ENVIRONMENT: \"Data\" is not an environment name"));
+  c.default_environment = "data";
+  EXPECT_TRUE(Validate(c).ok()) << "unlisted: whether it is built is known at start";
+  c.environments = {"default", "gpu"};
+  EXPECT_THAT(Validate(c).error().message,
+              HasSubstr("the default environment \"data\" (MCP_EXEC_DEFAULT_ENVIRONMENT) is not "
+                        "one of MCP_EXEC_ENVIRONMENTS"));
+  c.environments = {"default", "data"};
+  EXPECT_TRUE(Validate(c).ok());
+}
+
 TEST(Config, TimeoutIsClampedToOneAndTheMaximum) {
   Config c = Defaults("/r");
   EXPECT_EQ(EffectiveTimeoutSeconds(c, std::nullopt), 30);

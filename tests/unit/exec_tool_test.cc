@@ -120,7 +120,72 @@ TEST_F(ExecToolTest, InvalidFilesAreToolErrorsNamingTheEntry) {
   }
   EXPECT_THAT(ErrorFor(with(full)), HasSubstr("MCP_EXEC_WORKSPACE_BYTES"));
   EXPECT_THAT(ErrorFor({{"code", "pass"}, {"file", json::array()}}),
-              HasSubstr("unknown argument 'file' (exec takes code, timeout_s, stdin, files, session)"));
+              HasSubstr("unknown argument 'file' (exec takes code, timeout_s, stdin, files, session, "
+                        "environment)"));
+}
+
+// A description of two environments: the default one's and the data image's packages, with
+// their versions, and which one is the default.
+Offer TwoEnvironments(size_t data_packages) {
+  Offer offer;
+  Environment def;
+  def.name = "default";
+  def.has_metadata = true;
+  def.packages = {{"jinja2", "3.1.2"}, {"matplotlib", "3.6.3"}, {"numpy", "1.24.2"},
+                  {"pandas", "1.5.3"}, {"PIL", "9.4.0"},        {"yaml", "6.0"}};
+  Environment data = def;
+  data.name = "data";
+  // Names and versions as long as the data image's real ones (scikit-learn, statsmodels...).
+  for (size_t i = data.packages.size(); i < data_packages; ++i) {
+    data.packages.push_back({"package_" + std::to_string(i), "1.10.1"});
+  }
+  offer.environments = {def, data};
+  return offer;
+}
+
+TEST_F(ExecToolTest, DescriptionListsEachEnvironmentsPackagesAndTheDefault) {
+  const config::Config c = config::Defaults("/unused");
+  const std::string d = ExecTool::Describe(c, limits::Backend::kCgroup2, true, TwoEnvironments(8));
+  EXPECT_THAT(d, AllOf(HasSubstr("(the environment argument; default \"default\")"),
+                       HasSubstr(" default: jinja2 3.1.2, matplotlib 3.6.3, numpy 1.24.2, pandas "
+                                 "1.5.3, PIL 9.4.0, yaml 6.0."),
+                       HasSubstr(" data: jinja2 3.1.2, "), HasSubstr("package_7 1.10.1.")));
+  // One environment whose image lists nothing (a rootfs built before environments): the seed's
+  // set, as before.
+  Offer bare;
+  bare.environments.resize(1);
+  bare.environments[0].name = "default";
+  EXPECT_THAT(ExecTool::Describe(c, limits::Backend::kCgroup2, true, bare),
+              HasSubstr("standard library plus numpy, pandas, matplotlib, PyYAML, Jinja2 and "
+                        "Pillow. It has no network"));
+  EXPECT_EQ(ExecTool::Describe(c, limits::Backend::kCgroup2, true, bare),
+            ExecTool::Describe(c, limits::Backend::kCgroup2));
+}
+
+// The whole description stays within 1,500 tokens (issue 25) with the data image's list, about
+// 35 packages, beside the default's. Tokens are estimated as bytes / 4, about what tokenizers
+// average on English prose (code and version numbers cost a little more, hence the margin the
+// figure leaves).
+TEST_F(ExecToolTest, DescriptionWithTwoEnvironmentsStaysWithin1500Tokens) {
+  const config::Config c = config::Defaults("/unused");
+  const std::string d = ExecTool::Describe(c, limits::Backend::kCgroup2, true, TwoEnvironments(35));
+  EXPECT_THAT(d, HasSubstr("package_34 1.10.1"));
+  EXPECT_LE(d.size() / 4, 1500u) << d.size() << " bytes:\n" << d;
+}
+
+TEST_F(ExecToolTest, AnEnvironmentNotOfferedIsAToolErrorListingTheOfferedOnes) {
+  ExecTool tool(config::Defaults("/unused"), EnvironmentEngines::Single(nullptr));
+  json r = tool.Call({{"code", "pass"}, {"environment", "data"}}, mcp::ToolCallContext{});
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_THAT(r["content"][0]["text"].get<std::string>(),
+              HasSubstr("unknown environment \"data\": this server offers default"));
+  EXPECT_THAT(ErrorFor({{"code", "pass"}, {"environment", 5}}),
+              HasSubstr("environment must be the name of an offered environment"));
+  EXPECT_THAT(ErrorFor({{"code", "pass"}, {"environment", ""}}),
+              HasSubstr("environment must be the name of an offered environment"));
+  const json schema = tool.Definition()["inputSchema"]["properties"]["environment"];
+  EXPECT_EQ(schema["enum"], json::array({"default"}));
+  EXPECT_THAT(schema["description"].get<std::string>(), HasSubstr("default \"default\""));
 }
 
 // Found by tests/fuzz/exec_args_fuzz: arguments that are not an object made Call() throw

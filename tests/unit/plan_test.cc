@@ -157,6 +157,35 @@ TEST(Compile, EnvironmentIsCleanAndFixed) {
   EXPECT_EQ((*plan)->View().argv[2], nullptr);
 }
 
+// An environment image's env.txt adds variables to the program's environment, in the plan's
+// description too; what mcp-exec sets itself is never replaced.
+TEST(Compile, ExtraVariablesAreAddedAndNeverReplaceTheSandboxsOwn) {
+  FakeRootfs rootfs;
+  SandboxSpec spec = SpecFor(rootfs.Root());
+  spec.extra_env = {"OMP_NUM_THREADS=1", "EMPTY="};
+  auto plan = Compile(spec, TestLimits());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  std::vector<std::string> env;
+  for (const char* const* e = (*plan)->View().envp; *e != nullptr; ++e) env.emplace_back(*e);
+  EXPECT_THAT(env, ::testing::IsSupersetOf({"OMP_NUM_THREADS=1", "EMPTY=", "HOME=/tmp"}));
+  EXPECT_THAT((*plan)->Describe(), HasSubstr(" OMP_NUM_THREADS=1"));
+  const std::pair<const char*, const char*> refused[] = {
+      {"PATH=/x", "set by mcp-exec itself"},     {"HOME=/", "set by mcp-exec itself"},
+      {"LANG=C", "set by mcp-exec itself"},      {"MPLBACKEND=Agg", "set by mcp-exec itself"},
+      {"PYTHONPATH=/x", "set by mcp-exec itself"}, {"MCP_EXEC_X=1", "set by mcp-exec itself"},
+      {"NOEQUALS", "is not KEY=VALUE"},          {"=1", "is not KEY=VALUE"},
+      {"A B=1", "not letters, digits and _"},    {"A=1\nB=2", "a NUL or a line break"},
+  };
+  for (const auto& [var, why] : refused) {
+    spec.extra_env = {var};
+    auto refused_plan = Compile(spec, TestLimits());
+    ASSERT_FALSE(refused_plan.ok()) << var;
+    EXPECT_THAT(refused_plan.error().message, HasSubstr(why)) << var;
+  }
+  spec.extra_env = {std::string("A=x\0y", 5)};
+  ASSERT_FALSE(Compile(spec, TestLimits()).ok());
+}
+
 TEST(Compile, AWarmPlanHasTheColdCommandLineAndAOneLineAgent) {
   FakeRootfs rootfs;
   SandboxSpec spec = SpecFor(rootfs.Root());

@@ -10,7 +10,7 @@ import AjvDraft07 from 'ajv';
 import addFormats from 'ajv-formats';
 
 export const RESULT_FIELDS = ['stdout', 'stderr', 'exit_code', 'duration_ms', 'truncated', 'timed_out',
-  'oom_killed', 'memory_peak_bytes', 'cpu_time_ms', 'limits_backend', 'files'];
+  'oom_killed', 'memory_peak_bytes', 'cpu_time_ms', 'limits_backend', 'files', 'environment'];
 // Fields present only when they apply (the last four: a call in a session).
 const OPTIONAL_FIELDS = ['signal', 'files_not_listed', 'files_walk_incomplete', 'session',
   'expires_at', 'result', 'session_ended'];
@@ -55,6 +55,7 @@ export function checkExecResult(result, validate) {
   assert.equal(typeof sc.truncated, 'boolean');
   assert.equal(typeof sc.timed_out, 'boolean');
   if ('signal' in sc) assert.equal(typeof sc.signal, 'string');
+  assert.equal(sc.environment, 'default', 'a call that names no environment runs in the default');
   assert.equal(typeof sc.oom_killed, 'boolean');
   for (const f of ['memory_peak_bytes', 'cpu_time_ms']) {
     assert.ok(sc[f] === null || (Number.isInteger(sc[f]) && sc[f] >= 0), `${f} ${sc[f]}`);

@@ -68,6 +68,7 @@ sys.exit(5)`,
       timed_out: false,
       oom_killed: false,
       files: [],
+      environment: 'default',
     });
     assert.deepEqual(out.http, out.stdio, 'http differs from stdio');
     assert.deepEqual(out.sse, out.stdio, 'sse differs from stdio');

@@ -1,0 +1,198 @@
+// Choosing an environment (docs/environments.md, issue 25) through `mcp-exec serve` over stdio,
+// as root and as the unprivileged user: a server offers "default" and a fake image "x", a call
+// chooses one with `environment`, the default can be another, an unknown name lists the offered
+// ones, x's engine starts at its first call and serves warm after, and a session keeps its
+// environment. "x" is the test rootfs hard-linked (cp -al: one inode per file, no copy) into a
+// scratch directory on the same filesystem, with its own metadata, a module only it has
+// (only_in_x) and a variable from its env.txt.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "support/mcp_stdio.h"
+#include "support/sandbox_test.h"
+
+namespace mcpexec::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// Prints whether only_in_x was imported before the program (by a warm interpreter's preloads),
+// then what only x has: its module's mark and its env.txt's variable.
+constexpr const char* kProbe =
+    "import os, sys\n"
+    "preloaded = 'only_in_x' in sys.modules\n"
+    "import only_in_x\n"
+    "print(only_in_x.MARK, os.environ.get('ONLY_IN_X'), preloaded)\n";
+
+class EnvironmentsTest : public SandboxTest {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string rootfs = HostSetup::Get().Rootfs();
+    // Beside the rootfs's own directory: the same filesystem, so that cp -al can link.
+    char tmpl[] = "/tmp/mcp-exec-test-envs-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+    const std::string image = dir_ + "/x";
+    const std::string copy = "cp -al '" + rootfs + "' '" + image + "'";
+    ASSERT_EQ(std::system(copy.c_str()), 0)
+        << copy << ": the test rootfs and /tmp must be on one filesystem";
+    // Every file of the copy is the rootfs's own inode: x's files are written only after the
+    // links to the rootfs's are removed, never through them.
+    const std::string meta = image + "/usr/share/mcp-exec/environment";
+    const std::string module = image + "/usr/lib/python3/dist-packages/only_in_x.py";
+    fs::remove_all(meta);
+    fs::remove(module);
+    fs::create_directories(meta);
+    std::ofstream(meta + "/name") << "x\n";
+    std::ofstream(meta + "/hash") << "00000000000000aa\n";
+    std::ofstream(meta + "/packages.json") << R"([{"name":"only_in_x","version":"0.1"}])";
+    std::ofstream(meta + "/preload.txt") << "# the module that tells a warm run\nonly_in_x\n";
+    std::ofstream(meta + "/env.txt") << "ONLY_IN_X=yes\n";
+    std::ofstream(module) << "MARK = 'x'\n";
+    for (const auto& entry : fs::recursive_directory_iterator(meta)) {
+      fs::permissions(entry.path(), fs::perms(entry.is_directory() ? 0755 : 0644));
+    }
+    fs::permissions(module, fs::perms(0644));
+  }
+
+  static void TearDownTestSuite() {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  McpStdioServer Serve(std::vector<std::string> env = {}) {
+    env.push_back("MCP_EXEC_ENVIRONMENTS_DIR=" + dir_);
+    return McpStdioServer(runner_, std::move(env));
+  }
+
+  static std::string dir_;
+};
+
+std::string EnvironmentsTest::dir_;
+
+json Exec(McpStdioServer& server, json args) { return server.Call("exec", std::move(args)); }
+
+TEST_P(EnvironmentsTest, ACallChoosesItsEnvironmentAndAnUnknownOneListsTheOffered) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const json in_x = Structured(Exec(server, {{"code", kProbe}, {"environment", "x"}}));
+  ASSERT_FALSE(in_x.is_discarded());
+  EXPECT_EQ(in_x["exit_code"], 0) << in_x;
+  EXPECT_THAT(in_x["stdout"].get<std::string>(), ::testing::StartsWith("x yes ")) << in_x;
+  EXPECT_EQ(in_x["environment"], "x");
+
+  const json in_default = Structured(Exec(server, {{"code", kProbe}}));
+  ASSERT_FALSE(in_default.is_discarded());
+  EXPECT_EQ(in_default["exit_code"], 1) << in_default;
+  EXPECT_THAT(in_default["stderr"].get<std::string>(),
+              HasSubstr("ModuleNotFoundError: No module named 'only_in_x'"));
+  EXPECT_EQ(in_default["environment"], "default");
+  EXPECT_EQ(Structured(Exec(server, {{"code", kProbe}, {"environment", "default"}}))["exit_code"],
+            1);
+
+  const json unknown = Exec(server, {{"code", "print(1)"}, {"environment", "nope"}});
+  EXPECT_THAT(ToolErrorText(unknown),
+              HasSubstr("unknown environment \"nope\": this server offers default, x"));
+  const Outcome stopped = server.Stop();
+  EXPECT_EQ(stopped.exit_status, 0) << stopped.err;
+  EXPECT_THAT(stopped.err, HasSubstr(R"("environments":["default","x"])"));
+}
+
+// Until x's own engine is ready its runs go cold in its image; then they are warm: its
+// interpreter imported x's preload.txt (only_in_x) before the program. With MCP_EXEC_ENGINE=cold
+// every run stays cold.
+TEST_P(EnvironmentsTest, AnEnvironmentsEngineStartsAtItsFirstCallAndServesWarmAfter) {
+  McpStdioServer server = Serve();
+  ASSERT_EQ(server.Problem(), "");
+  const json first = Structured(Exec(server, {{"code", kProbe}, {"environment", "x"}}));
+  ASSERT_FALSE(first.is_discarded());
+  EXPECT_THAT(first["stdout"].get<std::string>(), ::testing::StartsWith("x yes ")) << first;
+  const char* engine = std::getenv("MCP_EXEC_ENGINE");
+  const bool cold = engine != nullptr && std::string(engine) == "cold";
+  bool warm = false;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!cold && !warm && std::chrono::steady_clock::now() < deadline) {
+    const json run = Structured(Exec(server, {{"code", kProbe}, {"environment", "x"}}));
+    ASSERT_FALSE(run.is_discarded());
+    ASSERT_EQ(run["exit_code"], 0) << run;
+    warm = run["stdout"] == "x yes True\n";
+    if (!warm) std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(warm, !cold) << "engine " << (engine ? engine : "auto");
+  const Outcome stopped = server.Stop();
+  EXPECT_EQ(stopped.exit_status, 0) << stopped.err;
+  EXPECT_THAT(stopped.err, HasSubstr(R"("environment":"x","level":"info","msg":"starting an environment's engine")"))
+      << "x's engine starts at its first call";
+}
+
+TEST_P(EnvironmentsTest, TheDefaultEnvironmentCanBeAnother) {
+  McpStdioServer server = Serve({"MCP_EXEC_DEFAULT_ENVIRONMENT=x"});
+  ASSERT_EQ(server.Problem(), "");
+  const json run = Structured(Exec(server, {{"code", kProbe}}));
+  ASSERT_FALSE(run.is_discarded());
+  EXPECT_THAT(run["stdout"].get<std::string>(), ::testing::StartsWith("x yes ")) << run;
+  EXPECT_EQ(run["environment"], "x");
+  EXPECT_EQ(server.Stop().exit_status, 0);
+}
+
+TEST_P(EnvironmentsTest, AnEnvironmentThatIsNotBuiltIsNotOfferedOrStopsTheServer) {
+  McpStdioServer server = Serve({"MCP_EXEC_ENVIRONMENTS=default,x,gone"});
+  ASSERT_EQ(server.Problem(), "");
+  EXPECT_THAT(ToolErrorText(Exec(server, {{"code", "1"}, {"environment", "gone"}})),
+              HasSubstr("this server offers default, x"));
+  const Outcome stopped = server.Stop();
+  EXPECT_THAT(stopped.err, HasSubstr("the environment \\\"gone\\\" is not offered: its image " +
+                                     dir_ + "/gone is not built"));
+  EXPECT_THAT(stopped.err, HasSubstr("tools/build-rootfs --environment gone"));
+
+  McpStdioServer refused =
+      Serve({"MCP_EXEC_ENVIRONMENTS=default,gone", "MCP_EXEC_DEFAULT_ENVIRONMENT=gone"});
+  EXPECT_THAT(refused.Problem(),
+              HasSubstr("the default environment \\\"gone\\\" (MCP_EXEC_DEFAULT_ENVIRONMENT) is "
+                        "not offered (offered: default)"));
+}
+
+TEST_P(EnvironmentsTest, ASessionKeepsTheEnvironmentItWasOpenedIn) {
+  McpStdioServer server = Serve({"MCP_EXEC_PRELOAD="});
+  ASSERT_EQ(server.Problem(), "");
+  const json opened = Structured(
+      Exec(server, {{"code", "import only_in_x\nv = only_in_x.MARK"}, {"session", "new"},
+                    {"environment", "x"}}));
+  ASSERT_TRUE(opened.contains("session")) << opened;
+  EXPECT_EQ(opened["environment"], "x");
+  const std::string handle = opened["session"];
+  const json later = Structured(Exec(server, {{"code", "v"}, {"session", handle}}));
+  EXPECT_EQ(later["result"], "'x'") << later;
+  EXPECT_EQ(later["environment"], "x");
+  EXPECT_EQ(Structured(Exec(server, {{"code", "v"}, {"session", handle}, {"environment", "x"}}))
+                ["result"],
+            "'x'");
+  EXPECT_THAT(
+      ToolErrorText(Exec(server, {{"code", "v"}, {"session", handle}, {"environment", "default"}})),
+      HasSubstr("this session runs in the environment \"x\", which it keeps for its life"));
+  EXPECT_EQ(Structured(Exec(server, {{"code", "v + '!'"}, {"session", handle}}))["result"], "'x!'")
+      << "a refused call leaves the session as it was";
+  const json list = Structured(server.Call("session_list", json::object()));
+  ASSERT_EQ(list["sessions"].size(), 1u) << list;
+  EXPECT_EQ(list["sessions"][0]["environment"], "x");
+
+  const json in_default = Structured(Exec(server, {{"code", "import sys\n'only_in_x' in sys.modules"},
+                                                   {"session", "new"}}));
+  EXPECT_EQ(in_default["environment"], "default") << in_default;
+  EXPECT_EQ(server.Stop().exit_status, 0);
+}
+
+MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(EnvironmentsTest);
+
+}  // namespace
+}  // namespace mcpexec::testing
