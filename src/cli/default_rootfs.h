@@ -1,4 +1,5 @@
-// The rootfs a binary uses when neither --rootfs nor MCP_EXEC_ROOTFS names one.
+// What a binary knows of its installation: the rootfs it uses when neither --rootfs nor
+// MCP_EXEC_ROOTFS names one, and the tool that builds it and the other environments' images.
 #pragma once
 
 namespace mcpexec::cli {
@@ -7,5 +8,8 @@ namespace mcpexec::cli {
 // -Drootfs_dir) for the build tree's mcp-exec, <localstatedir>/lib/mcp-exec/rootfs for the
 // one `meson install` installs (packaging/meson.build).
 extern const char* const kDefaultRootfs;
+// tools/build-rootfs in the source tree for the build tree's mcp-exec,
+// <bindir>/mcp-exec-build-rootfs for the installed one.
+extern const char* const kBuildRootfsTool;
 
 }  // namespace mcpexec::cli

@@ -528,4 +528,36 @@ Check SessionsCheck(int max_sessions, int idle_s, int max_age_s,
   return c;
 }
 
+Check EnvironmentsCheck(const Result<exec::Offer>& offer, const std::vector<std::string>& warnings) {
+  Check c = NewCheck(kEnvironmentsCheck);
+  if (!offer.ok()) {
+    c.status = Status::kFail;
+    c.detail = "the server would not start: " + offer.error().message;
+    c.fixes = offer.error().fixes;
+    if (c.fixes.empty()) {
+      c.fixes = {"build the missing image with `mcp-exec env build NAME`, or change "
+                 "MCP_EXEC_ENVIRONMENTS and MCP_EXEC_DEFAULT_ENVIRONMENT"};
+    }
+    return c;
+  }
+  std::string offered;
+  for (const exec::Environment& e : offer->environments) {
+    if (!offered.empty()) offered += ", ";
+    offered += e.name + " (";
+    if (e.name == offer->default_name) offered += "the default, ";
+    offered += e.has_metadata ? std::to_string(e.packages.size()) + " packages)"
+                              : "no package list: its image was built before environments)";
+  }
+  c.detail = "offered: " + offered;
+  for (const std::string& warning : warnings) {
+    c.status = Status::kWarn;
+    c.detail += "\nnot offered: " + warning;
+  }
+  if (!warnings.empty()) {
+    c.fixes = {"`mcp-exec env list` shows every environment; `mcp-exec env build NAME` builds "
+               "or rebuilds one"};
+  }
+  return c;
+}
+
 }  // namespace mcpexec::cli::doctor

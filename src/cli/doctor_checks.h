@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "exec/environments.h"
 #include "limits/limits.h"
 #include "sandbox/run_result.h"
 #include "sandbox/setup_error.h"
@@ -26,6 +27,7 @@ inline constexpr const char* kRootfsCheck = "rootfs";
 inline constexpr const char* kFiguresCheck = "figures";
 inline constexpr const char* kEngineCheck = "engine";
 inline constexpr const char* kSessionsCheck = "sessions";
+inline constexpr const char* kEnvironmentsCheck = "environments";
 
 // kWarn: works, but weaker than it could be. Only kFail makes doctor exit non-zero.
 enum class Status { kOk, kWarn, kFail };
@@ -130,5 +132,10 @@ Check SessionsCheck(int max_sessions, int idle_s, int max_age_s,
 
 // "256 MiB", "1 GiB", "1536 KiB", "100 bytes".
 std::string FormatBytes(uint64_t bytes);
+
+// The environments a server would offer (DiscoverEnvironments): each with its package count, a
+// warning for each named or found one it would leave out (missing, corrupt, malformed) with its
+// fix, a failure when the server would refuse to start.
+Check EnvironmentsCheck(const Result<exec::Offer>& offer, const std::vector<std::string>& warnings);
 
 }  // namespace mcpexec::cli::doctor

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/sys.h"
+#include "exec/environments.h"
 #include "exec/exec.h"
 #include "sandbox/plan.h"
 #include "sandbox/seccomp_filter.h"
@@ -272,6 +273,9 @@ int DoctorCommand(const std::string& default_rootfs, const DoctorOptions& option
   report(FiguresCheckFor(*config));
   report(EngineCheckFor(*config, backend, doctor::ExitStatus(checks) != 0));
   report(SessionsCheckFor(*config, backend, doctor::ExitStatus(checks) != 0));
+  std::vector<std::string> warnings;
+  const auto offer = exec::DiscoverEnvironments(*config, warnings);
+  report(doctor::EnvironmentsCheck(offer, warnings));
   return doctor::ExitStatus(checks);
 }
 

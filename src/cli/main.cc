@@ -5,6 +5,7 @@
 
 #include "cli/default_rootfs.h"
 #include "cli/doctor_command.h"
+#include "cli/env_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
 #include "log/log.h"
@@ -29,6 +30,8 @@ int main(int argc, char** argv, char** envp) {
   CLI::App* serve = mcpexec::cli::AddServeCommand(app, serve_options);
   mcpexec::cli::DoctorOptions doctor_options;
   CLI::App* doctor = mcpexec::cli::AddDoctorCommand(app, doctor_options);
+  mcpexec::cli::EnvOptions env_options;
+  CLI::App* env = mcpexec::cli::AddEnvCommand(app, env_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -39,5 +42,8 @@ int main(int argc, char** argv, char** envp) {
   if (run->parsed()) return mcpexec::cli::RunCommand(rootfs, run_options);
   if (serve->parsed()) return mcpexec::cli::ServeCommand(rootfs, MCPEXEC_VERSION, serve_options);
   if (doctor->parsed()) return mcpexec::cli::DoctorCommand(rootfs, doctor_options);
+  if (env->parsed()) {
+    return mcpexec::cli::EnvCommand(rootfs, mcpexec::cli::kBuildRootfsTool, env_options);
+  }
   return 2;
 }

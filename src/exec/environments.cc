@@ -54,6 +54,25 @@ std::string OneLine(const std::string& text) {
   return lines.size() == 1 ? lines[0].second : "";
 }
 
+// The name of the directory `image` resolves to; "" when it does not resolve.
+std::string TreeName(const std::string& image) {
+  std::error_code ec;
+  const std::filesystem::path tree = std::filesystem::canonical(image, ec);
+  return ec ? "" : tree.filename().string();
+}
+
+// The recipe hash an image's own directory name states: tools/build-rootfs names its trees
+// rootfs-HASH16 ("default") and env-NAME-HASH16, and links build/rootfs and
+// build/environments/NAME to them. "" when the image is not such a tree (an operator's own).
+std::string HashInImageName(const std::string& image, const std::string& name) {
+  const std::string tree = TreeName(image);
+  const std::string prefix = name == kDefaultEnvironment ? "rootfs-" : "env-" + name + "-";
+  if (!tree.starts_with(prefix) || tree.size() != prefix.size() + 16) return "";
+  const std::string hash = tree.substr(prefix.size());
+  if (hash.find_first_not_of("0123456789abcdef") != std::string::npos) return "";
+  return hash;
+}
+
 }  // namespace
 
 const Environment* Offer::Find(const std::string& name) const {
@@ -166,6 +185,14 @@ Result<Environment> ReadEnvironment(const std::string& name, const std::string& 
   }
   env.hash = OneLine(hash_text);
   if (env.hash.empty()) return fail("hash", Invalid("is not one line"));
+  // A tree whose name and metadata disagree was changed after its build, or copied over: what
+  // it holds is not what its recipe made.
+  if (const std::string named = HashInImageName(image, name);
+      !named.empty() && !env.hash.starts_with(named)) {
+    return fail("hash", Invalid("is " + env.hash.substr(0, 16) + "…, but the image's tree is " +
+                                TreeName(image) +
+                                ": the image is corrupt or was replaced, rebuild it"));
+  }
   auto packages = ParsePackages(packages_text);
   if (!packages.ok()) return fail("packages.json", packages.error());
   env.packages = std::move(*packages);

@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 constexpr const char* kChecks[] = {"user namespaces", "cgroup limits", "seccomp", "rootfs",
-                                   "figures", "engine", "sessions"};
+                                   "figures", "engine", "sessions", "environments"};
 
 // The check lines of the output, in order (fix and continuation lines start with spaces).
 std::vector<std::string> CheckLines(const std::string& out) {
@@ -103,6 +103,7 @@ TEST(DoctorCaller, EveryCheckPassesAndTheStackImports) {
     EXPECT_THAT(Block(r.out, "rootfs"), HasSubstr(std::string(", ") + module + " "));
   }
   EXPECT_THAT(r.out, HasSubstr("OK   figures: captured: "));
+  EXPECT_THAT(r.out, HasSubstr("OK   environments: offered: default (the default, "));
   // The suite's engine reaches doctor as MCP_EXEC_ENGINE (sandbox_runner.h).
   EXPECT_THAT(Block(r.out, "engine"),
               StartsWith(TestEngine().empty()       ? "OK   engine: auto (MCP_EXEC_ENGINE) "

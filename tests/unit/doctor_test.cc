@@ -466,6 +466,35 @@ TEST(DoctorFacts, SeccompKernelIsRead) {
   }
 }
 
+TEST(DoctorEnvironments, OfferedOnesWithTheirPackagesLeftOutOnesWarnARefusalFails) {
+  exec::Offer offer;
+  exec::Environment def;
+  def.name = "default";
+  def.has_metadata = true;
+  def.packages = {{"numpy", "1"}, {"pandas", "2"}};
+  exec::Environment old;
+  old.name = "old";
+  offer.environments = {def, old};
+  const Check ok = EnvironmentsCheck(offer, {});
+  EXPECT_EQ(ok.status, Status::kOk);
+  EXPECT_EQ(ok.detail,
+            "offered: default (the default, 2 packages), old (no package list: its image was "
+            "built before environments)");
+  EXPECT_TRUE(ok.fixes.empty());
+
+  const Check warn = EnvironmentsCheck(offer, {"the environment \"y\" is not offered: corrupt"});
+  EXPECT_EQ(warn.status, Status::kWarn);
+  EXPECT_THAT(warn.detail, HasSubstr("\nnot offered: the environment \"y\""));
+  EXPECT_THAT(warn.fixes, ElementsAre(HasSubstr("mcp-exec env build NAME")));
+
+  const Check fail = EnvironmentsCheck(
+      Result<exec::Offer>(MakeError(ErrorCode::kFailedPrecondition, "no default")), {});
+  EXPECT_EQ(fail.status, Status::kFail);
+  EXPECT_EQ(fail.detail, "the server would not start: no default");
+  EXPECT_EQ(ExitStatus({ok, warn}), 0);
+  EXPECT_EQ(ExitStatus({ok, fail}), 1);
+}
+
 }  // namespace
 }  // namespace mcpexec::cli::doctor
 
