@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -236,6 +237,15 @@ std::vector<EnvStatus> GatherEnvStatus(const config::Config& config,
     for (const std::string& name : offer->Names()) add(name);
   }
   for (const std::string& name : config.environments) add(name);
+  // The images the offer left out (corrupt, malformed) are listed too, with why.
+  std::vector<std::string> images;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(exec::EnvironmentsDir(config), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (config::IsEnvironmentName(name) && entry.is_directory(ec)) images.push_back(name);
+  }
+  std::sort(images.begin(), images.end());
+  for (const std::string& name : images) add(name);
   for (const std::string& name : recipe_names) add(name);
   std::vector<EnvStatus> all;
   for (const std::string& name : names) {
