@@ -81,18 +81,32 @@ Config Defaults(const std::string& default_rootfs) {
   return c;
 }
 
-Result<std::vector<std::string>> ParseModuleList(const std::string& text) {
-  std::vector<std::string> modules;
+namespace {
+
+// The items of a comma-separated list, each without its surrounding blanks ("" for an empty one).
+std::vector<std::string> CommaItems(const std::string& text) {
+  std::vector<std::string> items;
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string::npos) comma = text.size();
-    std::string name = text.substr(start, comma - start);
-    const size_t first = name.find_first_not_of(" \t");
-    name = first == std::string::npos ? "" : name.substr(first, name.find_last_not_of(" \t") - first + 1);
+    const std::string item = text.substr(start, comma - start);
+    const size_t first = item.find_first_not_of(" \t");
+    items.push_back(first == std::string::npos
+                        ? ""
+                        : item.substr(first, item.find_last_not_of(" \t") - first + 1));
     start = comma + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ParseModuleList(const std::string& text) {
+  std::vector<std::string> modules;
+  if (text.find_first_not_of(" \t") == std::string::npos) return modules;  // none
+  for (const std::string& name : CommaItems(text)) {
     if (name.empty()) {
-      if (comma == text.size() && modules.empty()) break;  // "" or only blanks: none
       return MakeError(ErrorCode::kInvalidArgument, "an empty module name in \"" + text + "\"");
     }
     bool valid = true;
@@ -130,14 +144,7 @@ bool IsEnvironmentName(std::string_view name) {
 Result<std::vector<std::string>> ParseEnvironmentList(const std::string& text) {
   std::vector<std::string> names;
   if (text.find_first_not_of(" \t") == std::string::npos) return names;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string name = text.substr(start, comma - start);
-    const size_t first = name.find_first_not_of(" \t");
-    name = first == std::string::npos ? "" : name.substr(first, name.find_last_not_of(" \t") - first + 1);
-    start = comma + 1;
+  for (std::string& name : CommaItems(text)) {
     if (!IsEnvironmentName(name)) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "\"" + name + "\" is not an environment name (1 to 32 of a-z, 0-9, _ and "
