@@ -13,7 +13,7 @@
 namespace mcpexec::exec {
 namespace {
 
-Error Invalid(std::string message) {
+Error InvalidMetadata(std::string message) {
   return MakeError(ErrorCode::kInvalidArgument, std::move(message));
 }
 
@@ -44,7 +44,7 @@ std::vector<std::pair<size_t, std::string>> MeaningfulLines(const std::string& t
 Result<std::string> ReadMetadata(const std::string& dir, const char* file) {
   auto text = ReadFile(dir + "/" + file);
   if (!text.ok()) {
-    return Invalid("cannot read " + dir + "/" + file + ": " + text.error().message);
+    return InvalidMetadata("cannot read " + dir + "/" + file + ": " + text.error().message);
   }
   return std::move(*text);
 }
@@ -110,7 +110,7 @@ std::string BuildFix(const std::string& name) {
 
 Result<std::vector<Package>> ParsePackages(const std::string& text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_array()) return Invalid("is not a JSON array");
+  if (j.is_discarded() || !j.is_array()) return InvalidMetadata("is not a JSON array");
   std::vector<Package> packages;
   for (size_t i = 0; i < j.size(); ++i) {
     const nlohmann::json& p = j[i];
@@ -120,7 +120,7 @@ Result<std::vector<Package>> ParsePackages(const std::string& text) {
     };
     Package package{text_of("name"), text_of("version")};
     if (package.name.empty() || package.version.empty()) {
-      return Invalid("entry " + std::to_string(i) +
+      return InvalidMetadata("entry " + std::to_string(i) +
                      " is not {\"name\": TEXT, \"version\": TEXT}");
     }
     packages.push_back(std::move(package));
@@ -133,7 +133,7 @@ Result<std::vector<std::string>> ParsePreload(const std::string& text) {
   for (const auto& [number, line] : MeaningfulLines(text)) {
     auto parsed = config::ParseModuleList(line);
     if (!parsed.ok() || parsed->size() != 1) {
-      return Invalid("line " + std::to_string(number) + ": \"" + line +
+      return InvalidMetadata("line " + std::to_string(number) + ": \"" + line +
                      "\" is not one module name (letters, digits, _ and dots)");
     }
     modules.push_back(parsed->front());
@@ -142,11 +142,11 @@ Result<std::vector<std::string>> ParsePreload(const std::string& text) {
 }
 
 Result<std::vector<std::string>> ParseEnvFile(const std::string& text) {
-  if (text.find('\0') != std::string::npos) return Invalid("holds a NUL byte");
+  if (text.find('\0') != std::string::npos) return InvalidMetadata("holds a NUL byte");
   std::vector<std::string> vars;
   for (const auto& [number, line] : MeaningfulLines(text)) {
     if (std::string problem = sandbox::ExtraEnvProblem(line); !problem.empty()) {
-      return Invalid("line " + std::to_string(number) + ": " + problem);
+      return InvalidMetadata("line " + std::to_string(number) + ": " + problem);
     }
     vars.push_back(line);
   }
@@ -171,7 +171,7 @@ Result<Environment> ReadEnvironment(const std::string& name, const std::string& 
                                                " (not an environment image, or built halfway)");
   }
   auto fail = [&](const char* file, const Error& error) {
-    return Invalid("its image's " + std::string(kEnvironmentMetadataDir) + "/" + file + " (in " +
+    return InvalidMetadata("its image's " + std::string(kEnvironmentMetadataDir) + "/" + file + " (in " +
                    image + ") " + error.message);
   };
   MCPEXEC_ASSIGN_OR_RETURN(std::string name_text, ReadMetadata(dir, "name"));
@@ -181,15 +181,15 @@ Result<Environment> ReadEnvironment(const std::string& name, const std::string& 
   MCPEXEC_ASSIGN_OR_RETURN(std::string env_text, ReadMetadata(dir, "env.txt"));
   // The image of "default" is whatever MCP_EXEC_ROOTFS names, so its own name is not checked.
   if (!is_default && OneLine(name_text) != name) {
-    return fail("name", Invalid("says \"" + OneLine(name_text) + "\", not \"" + name + "\""));
+    return fail("name", InvalidMetadata("says \"" + OneLine(name_text) + "\", not \"" + name + "\""));
   }
   env.hash = OneLine(hash_text);
-  if (env.hash.empty()) return fail("hash", Invalid("is not one line"));
+  if (env.hash.empty()) return fail("hash", InvalidMetadata("is not one line"));
   // A tree whose name and metadata disagree was changed after its build, or copied over: what
   // it holds is not what its recipe made.
   if (const std::string named = HashInImageName(image, name);
       !named.empty() && !env.hash.starts_with(named)) {
-    return fail("hash", Invalid("is " + env.hash.substr(0, 16) + "…, but the image's tree is " +
+    return fail("hash", InvalidMetadata("is " + env.hash.substr(0, 16) + "…, but the image's tree is " +
                                 TreeName(image) +
                                 ": the image is corrupt or was replaced, rebuild it"));
   }
