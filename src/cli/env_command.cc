@@ -70,6 +70,11 @@ std::vector<std::string> RecipeNames(const std::string& tool) {
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return names;
   const pid_t pid = fork();
+  if (pid < 0) {
+    close(out[0]);
+    close(out[1]);
+    return names;
+  }
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);
     const int null = open("/dev/null", O_WRONLY);
@@ -87,7 +92,6 @@ std::vector<std::string> RecipeNames(const std::string& tool) {
   }
   close(out[0]);
   int status = 0;
-  if (pid < 0) return names;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return names;
