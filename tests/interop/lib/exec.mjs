@@ -37,7 +37,8 @@ export async function execTool(client) {
 }
 
 // Asserts the shape of a successful (isError false) exec result and returns its structuredContent.
-export function checkExecResult(result, validate) {
+// `environment` is the one the call must have run in (docs/environments.md).
+export function checkExecResult(result, validate, environment = 'default') {
   assert.notEqual(result.isError, true, `unexpected isError result: ${JSON.stringify(result.content)}`);
   const sc = result.structuredContent;
   assert.ok(sc && typeof sc === 'object', `no structuredContent in ${JSON.stringify(result).slice(0, 500)}`);
@@ -55,7 +56,7 @@ export function checkExecResult(result, validate) {
   assert.equal(typeof sc.truncated, 'boolean');
   assert.equal(typeof sc.timed_out, 'boolean');
   if ('signal' in sc) assert.equal(typeof sc.signal, 'string');
-  assert.equal(sc.environment, 'default', 'a call that names no environment runs in the default');
+  assert.equal(sc.environment, environment, 'the environment the call ran in');
   assert.equal(typeof sc.oom_killed, 'boolean');
   for (const f of ['memory_peak_bytes', 'cpu_time_ms']) {
     assert.ok(sc[f] === null || (Number.isInteger(sc[f]) && sc[f] >= 0), `${f} ${sc[f]}`);
@@ -88,7 +89,9 @@ export function checkExecResult(result, validate) {
 
 // Calls exec and checks the result (see above) unless expectError; returns
 // {result, sc, elapsedMs}. opts: timeout (ms, the SDK request timeout), signal, onprogress,
-// expectError (return the raw result without the success checks).
+// expectError (return the raw result without the success checks), environment (the one the
+// result must name; default: the call's `environment` argument, else `default`, the servers'
+// default; a call in a session that names none runs in the session's).
 export async function callExec(conn, validate, args, opts = {}) {
   const t0 = performance.now();
   const result = await conn.client.callTool(
@@ -98,7 +101,7 @@ export async function callExec(conn, validate, args, opts = {}) {
   );
   const elapsedMs = performance.now() - t0;
   if (opts.expectError) return { result, elapsedMs };
-  const sc = checkExecResult(result, validate);
+  const sc = checkExecResult(result, validate, opts.environment ?? args.environment ?? 'default');
   return { result, sc, elapsedMs };
 }
 
