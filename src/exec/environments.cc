@@ -104,8 +104,8 @@ std::string EnvironmentsDir(const config::Config& config) {
 }
 
 std::string BuildFix(const std::string& name) {
-  return "build it with tools/build-rootfs --environment " + name +
-         ", or leave it out of MCP_EXEC_ENVIRONMENTS";
+  return "build it with `mcp-exec env build " + name + "` (tools/build-rootfs --environment " +
+         name + " in a checkout), or leave it out of MCP_EXEC_ENVIRONMENTS";
 }
 
 Result<std::vector<Package>> ParsePackages(const std::string& text) {

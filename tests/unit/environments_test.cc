@@ -184,6 +184,7 @@ TEST_F(EnvironmentsTest, AListedImageThatIsMissingIsNotOfferedWithAWarning) {
   ASSERT_EQ(warnings_.size(), 1u);
   EXPECT_THAT(warnings_[0], AllOf(HasSubstr("\"gpu\" is not offered"),
                                   HasSubstr(dir_ + "/environments/gpu is not built"),
+                                  HasSubstr("`mcp-exec env build gpu`"),
                                   HasSubstr("tools/build-rootfs --environment gpu")));
 }
 
