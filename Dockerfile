@@ -93,9 +93,14 @@ COPY tools/build-rootfs /src/tools/build-rootfs
 RUN MCP_EXEC_CACHE=/cache /src/tools/build-rootfs --out /src/build/rootfs \
  && mv "$(readlink /src/build/rootfs)" /rootfs
 ARG ENVIRONMENTS=default
-# Names separated by spaces or commas, each built once; tools/build-rootfs refuses a name that
-# is not an environment's (it lists the known ones) and fails the build.
-RUN set -ef; mkdir /environments; built=default; \
+# Names separated by spaces or commas, each built once. A name without a recipe fails the build
+# before anything is built, naming the known ones (tools/build-rootfs --list).
+RUN set -ef; known=$(/src/tools/build-rootfs --list | tr '\n' ' '); \
+    for name in $(echo "$ENVIRONMENTS" | tr ',' ' '); do \
+      case " $known " in *" $name "*) ;; \
+        *) echo "ENVIRONMENTS: no environment '$name' (known: ${known% })" >&2; exit 1 ;; esac; \
+    done; \
+    mkdir /environments; built=default; \
     for name in $(echo "$ENVIRONMENTS" | tr ',' ' '); do \
       case " $built " in *" $name "*) continue ;; esac; \
       built="$built $name"; \
