@@ -1,4 +1,5 @@
-# mcp-exec: `mcp-exec serve` over Streamable HTTP on :8080, with the Python rootfs.
+# mcp-exec: `mcp-exec serve` over Streamable HTTP on :8080, with the Python rootfs and the
+# environments named by ENVIRONMENTS (docs/environments.md).
 #
 #   podman build --cap-add SYS_ADMIN -t mcp-exec .     # or docker build; see the targets below
 #   podman run -d -p 8080:8080 \
@@ -9,33 +10,50 @@
 #   (plus --security-opt apparmor=unconfined where AppArmor is on; docker: systempaths=unconfined
 #   instead of unmask=ALL)
 #
-# docs/deploy.md ("Container") gives the reason for each flag and what was verified.
+# The published image, with the data-science environment baked in beside the default one:
+#
+#   podman build --cap-add SYS_ADMIN --build-arg ENVIRONMENTS="default data" -t mcp-exec .
+#
+# docs/deploy.md ("Container", "Environments in the container, the package and Kubernetes")
+# gives the reason for each flag and what was verified.
 #
 # Build arguments:
 #   BASE    the Debian 12 image to build on (default debian:12; without a registry, make one with
 #           `mmdebstrap --variant=minbase bookworm base.tar && podman import base.tar debian:12`)
 #   JOBS    ninja's parallel jobs (default: ninja's own, from the number of CPUs)
+#   ENVIRONMENTS  the environments to bake in, names separated by spaces or commas (default
+#           "default"; `default` is always built, whether named or not). Each is built from its
+#           recipe (rootfs/environments/NAME/) by `tools/build-rootfs --environment NAME` in the
+#           `rootfs` stage; `default` goes to /var/lib/mcp-exec/rootfs (MCP_EXEC_ROOTFS), every
+#           other NAME to /var/lib/mcp-exec/environments/NAME, the directory beside the rootfs
+#           that the server offers environments from. "default data" adds 994 MB (`data`'s image)
+#           and about 80 to 250 s of build. Only the default target reads it: the prebuilt
+#           targets take their environments from the build context (.environments/, below).
 #
-# The sandbox's rootfs comes from its recipe (rootfs/, tools/build-rootfs), one source for the
+# The sandbox's images come from their recipes (rootfs/, tools/build-rootfs), one source for the
 # host and the image, in one of two ways:
-#   default (the last stage, `image`): the recipe runs in the `rootfs` stage, as on a host. It
+#   default (the last stage, `image`): the recipes run in the `rootfs` stage, as on a host. It
 #           needs the Debian mirror, and mount: mmdebstrap as root mounts /proc and /dev into the
 #           tree it builds, so the build needs `--cap-add SYS_ADMIN` (podman, buildah). Docker's
 #           BuildKit grants no capability to a plain RUN: use the target below there (no Docker
 #           engine could run where this was written, so Docker builds are untried).
-#   --target image-prebuilt-rootfs: the tree tools/build-rootfs already built on this host (it
-#           is cached there), copied into the build context as .rootfs/ (tests/deploy/
-#           container-check does this). No network, no privilege, and no second rootfs build
-#           (about 80 s and 520 MB of downloads), which is what CI can afford. The selection is a
-#           target rather than a build argument because buildah 1.28 (Debian 12's podman) does
-#           not resolve a stage named by an argument (`FROM rootfs-${ROOTFS}`).
-#   --target image-prebuilt: the prebuilt rootfs as above, and the binary too: the tree
+#   --target image-prebuilt-rootfs: the trees tools/build-rootfs already built on this host (they
+#           are cached there), copied into the build context: the rootfs as .rootfs/ and each
+#           other environment NAME as .environments/NAME/ (tests/deploy/container-check does
+#           this). .environments/ is in the checkout with only a README (which .dockerignore
+#           keeps out), because a COPY of a path the context lacks fails: without environments
+#           the image offers `default` alone. No network, no privilege, and no second build of
+#           the images (about 80 s and 520 MB of downloads for the rootfs), which is what CI can
+#           afford. The selection is a target rather than a build argument because buildah 1.28
+#           (Debian 12's podman) does not resolve a stage named by an argument
+#           (`FROM rootfs-${ROOTFS}`).
+#   --target image-prebuilt: the prebuilt images as above, and the binary too: the tree
 #           tools/build-deb installs (the Debian package's contents, `dpkg-deb -x` of it) in the
 #           context as .install/, instead of the `build` stage's compile (9 to 14 minutes on 2
 #           cores). tests/deploy/container-check builds this one, in CI. The package is built
 #           with Debian's flags (-O2 -g, hardening) and stripped; the `build` stage's binary is
 #           -O2 without debug information, stripped: the same sources and meson set-up.
-# Every target assembles its files but the rootfs in the same way (packaging/container/
+# Every target assembles its files but the images in the same way (packaging/container/
 # runtime-tree, in the runtime-tree stages), and shares the `runtime` stage's configuration.
 
 ARG BASE=debian:12
@@ -50,7 +68,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       $(/src/tools/setup --print-build-packages) \
  && rm -rf /var/lib/apt/lists/*
-# Only what the build reads (the context may hold .rootfs/, 520 MB).
+# Only what the build reads (the context may hold .rootfs/, 520 MB, and .environments/).
 COPY meson.build meson_options.txt /src/
 COPY src /src/src
 COPY seccomp-profiles /src/seccomp-profiles
@@ -63,8 +81,10 @@ COPY tools /src/tools
 RUN meson setup /build /src --prefix=/usr -Doptimization=2 -Ddebug=false -Dtests=false -Dunity=on \
  && ninja -C /build ${JOBS:+-j$JOBS} \
  && meson install -C /build --destdir /install --strip --quiet
-# The rootfs, built from its recipe by tools/build-rootfs exactly as on a host (in a cache of this
-# stage's own, so that it never touches a host's trees).
+# The images, built from their recipes by tools/build-rootfs exactly as on a host (in a cache of
+# this stage's own, so that it never touches a host's trees): the rootfs (`default`) at /rootfs,
+# each other environment of ENVIRONMENTS at /environments/NAME. `default` has a step of its own,
+# before ENVIRONMENTS is read, so that changing the argument rebuilds only the others.
 FROM ${BASE} AS rootfs
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap
@@ -72,6 +92,23 @@ COPY rootfs /src/rootfs
 COPY tools/build-rootfs /src/tools/build-rootfs
 RUN MCP_EXEC_CACHE=/cache /src/tools/build-rootfs --out /src/build/rootfs \
  && mv "$(readlink /src/build/rootfs)" /rootfs
+ARG ENVIRONMENTS=default
+# Names separated by spaces or commas, each built once. A name without a recipe fails the build
+# before anything is built, naming the known ones (tools/build-rootfs --list).
+RUN set -ef; known=$(/src/tools/build-rootfs --list | tr '\n' ' '); \
+    for name in $(echo "$ENVIRONMENTS" | tr ',' ' '); do \
+      case " $known " in *" $name "*) ;; \
+        *) echo "ENVIRONMENTS: no environment '$name' (known: ${known% })" >&2; exit 1 ;; esac; \
+    done; \
+    mkdir /environments; built=default; \
+    for name in $(echo "$ENVIRONMENTS" | tr ',' ' '); do \
+      case " $built " in *" $name "*) continue ;; esac; \
+      built="$built $name"; \
+      MCP_EXEC_CACHE=/cache /src/tools/build-rootfs --environment "$name" \
+        --out "/src/build/environments/$name"; \
+      mv "$(readlink "/src/build/environments/$name")" "/environments/$name"; \
+    done; \
+    echo "rootfs stage: environments $built"
 
 # /runtime, the files of the image but the rootfs, from an installed tree at /install: the
 # `build` stage's, or for `image-prebuilt` one from the build context. One stage does it for
@@ -95,7 +132,8 @@ RUN runtime-tree /install /runtime
 # What every image shares: FROM scratch, so an image is the rootfs plus the binary and its libc.
 # The server needs no shell, no package manager and no writable path: every sandbox gets the
 # rootfs read-only, a fresh /proc and /dev, and a tmpfs workspace. The targets below add the
-# files, from runtime-tree-source or runtime-tree-prebuilt, then the rootfs.
+# files, from runtime-tree-source or runtime-tree-prebuilt, then the rootfs and the other
+# environments' images (an empty /var/lib/mcp-exec/environments when there are none).
 FROM scratch AS runtime
 # 65532: the conventional "nonroot" uid, as in deploy/kubernetes. The server runs rootless: each
 # sandbox's user maps to it, and it needs no capability.
@@ -112,11 +150,14 @@ CMD ["serve", "--transport", "http", "--addr", ":8080"]
 FROM runtime AS image-prebuilt
 COPY --from=runtime-tree-prebuilt /runtime/ /
 COPY .rootfs/ /var/lib/mcp-exec/rootfs/
+COPY .environments/ /var/lib/mcp-exec/environments/
 
 FROM runtime AS image-prebuilt-rootfs
 COPY --from=runtime-tree-source /runtime/ /
 COPY .rootfs/ /var/lib/mcp-exec/rootfs/
+COPY .environments/ /var/lib/mcp-exec/environments/
 
 FROM runtime AS image
 COPY --from=runtime-tree-source /runtime/ /
 COPY --from=rootfs /rootfs/ /var/lib/mcp-exec/rootfs/
+COPY --from=rootfs /environments/ /var/lib/mcp-exec/environments/
