@@ -131,9 +131,9 @@ Result<exec::Environment> ChooseRunEnvironment(const config::Config& config,
   MCPEXEC_ASSIGN_OR_RETURN(exec::Offer offer, exec::FindEnvironments(config, warnings));
   if (const exec::Environment* env = offer.Find(name)) return *env;
   const bool from_default = !options.environment && !rootfs_flag;
-  const std::string what =
-      "environment \"" + name + "\"" + (from_default ? " (MCP_EXEC_DEFAULT_ENVIRONMENT)" : "") +
-      " is not offered: ";
+  const std::string what = "environment \"" + name + "\"" +
+                           (from_default ? " (MCP_EXEC_DEFAULT_ENVIRONMENT)" : "") +
+                           " is not offered: ";
   const std::string offered =
       ". Offered here: " + (offer.environments.empty() ? "none" : offer.NameList()) +
       " (`mcp-exec env list` shows every environment)" +
@@ -145,9 +145,8 @@ Result<exec::Environment> ChooseRunEnvironment(const config::Config& config,
     return MakeError(ErrorCode::kNotFound, what + "it is built, but MCP_EXEC_ENVIRONMENTS (" +
                                                listed + ") leaves it out; add it there" + offered);
   }
-  return MakeError(ErrorCode::kNotFound, what + image.error().message +
-                                             "; `mcp-exec env build " + name + "` builds it" +
-                                             offered);
+  return MakeError(ErrorCode::kNotFound, what + image.error().message + "; `mcp-exec env build " +
+                                             name + "` builds it" + offered);
 }
 
 int ExitStatusFor(const sandbox::RunResult& result) {

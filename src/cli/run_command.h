@@ -54,10 +54,11 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);
 Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& options, std::istream& code_input,
                                             uint64_t max_input_file_bytes = 16ull << 20);
 
-// The environment a run of these options has, as a server with `config` offers it (FindEnvironments):
-// --environment's, or with --rootfs "default" (its image the one --rootfs names), or else
-// MCP_EXEC_DEFAULT_ENVIRONMENT's. An environment not offered (not built, corrupt, left out of
-// MCP_EXEC_ENVIRONMENTS) is an error that says why, names the offered ones and the fix.
+// The environment a run of these options has, as a server with `config` offers it
+// (FindEnvironments): --environment's, or with --rootfs "default" (its image the one --rootfs
+// names), or else MCP_EXEC_DEFAULT_ENVIRONMENT's. An environment not offered (not built, corrupt,
+// left out of MCP_EXEC_ENVIRONMENTS) is an error that says why, names the offered ones and the
+// fix.
 Result<exec::Environment> ChooseRunEnvironment(const config::Config& config,
                                                const RunOptions& options);
 
