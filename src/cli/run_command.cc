@@ -7,7 +7,9 @@
 
 #include "cli/output_dir.h"
 #include "config/settings.h"
+#include "exec/environment_engines.h"
 #include "exec/exec.h"
+#include "limits/limits.h"
 #include "sandbox/sandbox.h"
 
 namespace mcpexec::cli {
@@ -38,6 +40,14 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
       ->take_all();
   run->add_option("--output-dir", o.output_dir,
                   "Write the files the program left in /tmp/outputs under this directory");
+  run->add_option("--environment", o.environment,
+                  "Run in this environment, as a server's call naming it does: its image "
+                  "(default: the rootfs; another NAME: NAME in MCP_EXEC_ENVIRONMENTS_DIR, by "
+                  "default `environments` beside the rootfs), its env.txt variables and, with "
+                  "--engine pool or zygote, its preloads. Without it: "
+                  "MCP_EXEC_DEFAULT_ENVIRONMENT's (default default). Not with --rootfs, which "
+                  "runs in the directory it names as default. `mcp-exec env list` lists them")
+      ->type_name("NAME");
   const std::vector<std::string> engines = RunEngineChoices();
   std::string engine_list;
   for (const std::string& engine : engines) {
@@ -45,8 +55,9 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   }
   run->add_option("--engine", o.engine,
                   engine_list + ": run in the sandbox that engine gives `serve`'s runs, for "
-                  "comparing them; pool and zygote prepare one with MCP_EXEC_PRELOAD imported, "
-                  "so they are no faster here (default " + o.engine + ")")
+                  "comparing them; pool and zygote prepare one with the environment's preloads "
+                  "imported (default's: MCP_EXEC_PRELOAD), so they are no faster here (default " +
+                  o.engine + ")")
       ->check(CLI::IsMember(engines));
   run->add_flag("--session", o.session,
                 "Run the program as the first call of a new session in that engine's sandbox, "
@@ -54,7 +65,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   AddConfigFlags(run, Command::kRun, o.config);
   run->footer(
       "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "
-      "time; 125 when the sandbox could not be set up.");
+      "time; 125 when the sandbox could not be set up (among them an environment that is not "
+      "built, or corrupt).");
   return run;
 }
 
@@ -108,12 +120,53 @@ Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& o, std::istream& c
   return request;
 }
 
+Result<exec::Environment> ChooseRunEnvironment(const config::Config& config,
+                                               const RunOptions& options) {
+  const bool rootfs_flag = options.config.values.contains("MCP_EXEC_ROOTFS");
+  const std::string name = options.environment ? *options.environment
+                           : rootfs_flag       ? std::string(exec::kDefaultEnvironment)
+                                               : config.default_environment;
+  // The other environments' problems are not this run's: `env list` shows them.
+  std::vector<std::string> warnings;
+  MCPEXEC_ASSIGN_OR_RETURN(exec::Offer offer, exec::FindEnvironments(config, warnings));
+  if (const exec::Environment* env = offer.Find(name)) return *env;
+  const bool from_default = !options.environment && !rootfs_flag;
+  const std::string what = "environment \"" + name + "\"" +
+                           (from_default ? " (MCP_EXEC_DEFAULT_ENVIRONMENT)" : "") +
+                           " is not offered: ";
+  const std::string offered =
+      ". Offered here: " + (offer.environments.empty() ? "none" : offer.NameList()) +
+      " (`mcp-exec env list` shows every environment)" +
+      (from_default ? "; or name another with --environment or MCP_EXEC_DEFAULT_ENVIRONMENT" : "");
+  auto image = exec::ReadEnvironment(name, exec::EnvironmentImage(config, name), config);
+  if (image.ok()) {
+    std::string listed;
+    for (const std::string& n : config.environments) listed += (listed.empty() ? "" : ",") + n;
+    return MakeError(ErrorCode::kNotFound, what + "it is built, but MCP_EXEC_ENVIRONMENTS (" +
+                                               listed + ") leaves it out; add it there" + offered);
+  }
+  return MakeError(ErrorCode::kNotFound, what + image.error().message + "; `mcp-exec env build " +
+                                             name + "` builds it" + offered);
+}
+
 int ExitStatusFor(const sandbox::RunResult& result) {
   if (result.outcome == sandbox::Outcome::kTimedOut) return kExitTimedOut;
   return result.exit_code & 0xff;
 }
 
 int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
+  if (options.environment && options.config.values.contains("MCP_EXEC_ROOTFS")) {
+    std::cerr << "mcp-exec: --environment and --rootfs both choose the image, give one: "
+                 "--environment NAME runs in a named environment (its image and its "
+                 "variables), --rootfs DIR in the directory DIR as the environment \"default\"\n";
+    return 2;
+  }
+  if (options.environment && !config::IsEnvironmentName(*options.environment)) {
+    std::cerr << "mcp-exec: --environment \"" << *options.environment
+              << "\" is not an environment name (1 to 32 of a-z, 0-9, _ and -, starting with a "
+                 "letter or digit)\n";
+    return 2;
+  }
   auto config = ResolveConfig(default_rootfs, config::ProcessEnv(), options.config);
   if (!config.ok()) {
     std::cerr << "mcp-exec: " << config.error().message << "\n";
@@ -129,7 +182,18 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << valid.error().message << "\n";
     return 2;
   }
-  auto plan = exec::PrepareSandboxes(*config);
+  auto environment = ChooseRunEnvironment(*config, options);
+  if (!environment.ok()) {
+    std::cerr << "mcp-exec: " << ErrorText(environment.error()) << "\n";
+    return kExitSetupFailed;
+  }
+  auto backend = limits::OpenBackend(exec::BackendOptionsFor(*config));
+  if (!backend.ok()) {
+    std::cerr << "mcp-exec: " << ErrorText(backend.error()) << "\n";
+    return kExitSetupFailed;
+  }
+  // The cold plan a server compiles for this environment (EnvironmentEngines::Prepare).
+  auto plan = exec::PrepareSandboxes(exec::SpecForEnvironment(*config, *environment), *backend);
   if (!plan.ok()) {
     std::cerr << "mcp-exec: " << ErrorText(plan.error()) << "\n";
     return kExitSetupFailed;

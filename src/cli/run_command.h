@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "cli/config_flags.h"
 #include "config/config.h"
+#include "exec/environments.h"
 #include "exec/exec.h"
 #include "sandbox/run_result.h"
 
@@ -28,6 +29,9 @@ struct RunOptions {
   std::optional<std::string> stdin_text;
   std::optional<long long> timeout_s;
   std::vector<std::string> inputs;         // --input PATH=LOCALFILE, repeatable
+  // --environment NAME: the environment (docs/environments.md) a server's call naming it runs
+  // in. Unset: MCP_EXEC_DEFAULT_ENVIRONMENT's, or with --rootfs "default" in the image it names.
+  std::optional<std::string> environment;
   std::optional<std::string> output_dir;   // --output-dir DIR
   // --engine: a one-shot run in the sandbox that engine gives a server's runs (MCP_EXEC_ENGINE
   // is for `serve`; `run` is cold unless told). One of RunEngineChoices().
@@ -49,6 +53,14 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& options);
 // from --input, each read up to `max_input_file_bytes` + 1 (past that it is refused later).
 Result<exec::ExecRequest> ResolveRunRequest(const RunOptions& options, std::istream& code_input,
                                             uint64_t max_input_file_bytes = 16ull << 20);
+
+// The environment a run of these options has, as a server with `config` offers it
+// (FindEnvironments): --environment's, or with --rootfs "default" (its image the one --rootfs
+// names), or else MCP_EXEC_DEFAULT_ENVIRONMENT's. An environment not offered (not built, corrupt,
+// left out of MCP_EXEC_ENVIRONMENTS) is an error that says why, names the offered ones and the
+// fix.
+Result<exec::Environment> ChooseRunEnvironment(const config::Config& config,
+                                               const RunOptions& options);
 
 // The process exit status for a finished run: the program's status, 124 on timeout.
 int ExitStatusFor(const sandbox::RunResult& result);

@@ -207,8 +207,11 @@ Result<Environment> ReadEnvironment(const std::string& name, const std::string& 
   return env;
 }
 
-Result<Offer> DiscoverEnvironments(const config::Config& config,
-                                   std::vector<std::string>& warnings) {
+std::string EnvironmentImage(const config::Config& config, const std::string& name) {
+  return name == kDefaultEnvironment ? config.rootfs : EnvironmentsDir(config) + "/" + name;
+}
+
+Result<Offer> FindEnvironments(const config::Config& config, std::vector<std::string>& warnings) {
   const std::string dir = EnvironmentsDir(config);
   std::vector<std::string> names = config.environments;
   if (names.empty()) {
@@ -232,7 +235,7 @@ Result<Offer> DiscoverEnvironments(const config::Config& config,
   Offer offer;
   offer.default_name = config.default_environment;
   for (const std::string& name : names) {
-    const std::string image = name == kDefaultEnvironment ? config.rootfs : dir + "/" + name;
+    const std::string image = EnvironmentImage(config, name);
     auto env = ReadEnvironment(name, image, config);
     if (env.ok()) {
       offer.environments.push_back(std::move(*env));
@@ -256,6 +259,12 @@ Result<Offer> DiscoverEnvironments(const config::Config& config,
     warnings.push_back("the environment \"" + name + "\" is not offered: " + env.error().message +
                        "; " + BuildFix(name));
   }
+  return offer;
+}
+
+Result<Offer> DiscoverEnvironments(const config::Config& config,
+                                   std::vector<std::string>& warnings) {
+  MCPEXEC_ASSIGN_OR_RETURN(Offer offer, FindEnvironments(config, warnings));
   if (offer.Find(offer.default_name) == nullptr) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "the default environment \"" + offer.default_name +

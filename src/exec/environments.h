@@ -68,12 +68,20 @@ Result<std::vector<std::string>> ParseEnvFile(const std::string& text);
 Result<Environment> ReadEnvironment(const std::string& name, const std::string& image,
                                     const config::Config& config);
 
+// The image of the environment `name`: the configured rootfs for "default", else
+// EnvironmentsDir()/NAME.
+std::string EnvironmentImage(const config::Config& config, const std::string& name);
+
 // The environments this configuration offers: MCP_EXEC_ENVIRONMENTS, or "default" and every
 // image in EnvironmentsDir(). An environment other than "default" whose image is missing or
 // invalid is left out, with a warning in `warnings` naming the image and the fix; an error when
 // that leaves MCP_EXEC_DEFAULT_ENVIRONMENT unoffered, or "default"'s metadata is malformed.
 Result<Offer> DiscoverEnvironments(const config::Config& config,
                                    std::vector<std::string>& warnings);
+// DiscoverEnvironments without its check that MCP_EXEC_DEFAULT_ENVIRONMENT is offered: for
+// `mcp-exec run --environment NAME`, which needs only the one it names. An error only when
+// "default"'s metadata is malformed.
+Result<Offer> FindEnvironments(const config::Config& config, std::vector<std::string>& warnings);
 
 // The fix for an environment whose image is missing or invalid.
 std::string BuildFix(const std::string& name);

@@ -38,7 +38,11 @@ Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(const config
 
 Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
     const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend) {
-  const sandbox::SandboxSpec spec = SpecFromConfig(config);
+  return PrepareSandboxes(SpecFromConfig(config), std::move(backend));
+}
+
+Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
+    const sandbox::SandboxSpec& spec, std::shared_ptr<limits::LimitsBackend> backend) {
   if (spec.privileged_id_mapping) MCPEXEC_RETURN_IF_ERROR(sandbox::DropSupplementaryGroups());
   return sandbox::Compile(spec, std::move(backend));
 }

@@ -39,6 +39,9 @@ Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(const config
 // into a cgroup v2 "supervisor" leaf twice.
 Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
     const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend);
+// The plan of the sandbox `spec` (an environment's: SpecForEnvironment) over `backend`.
+Result<std::shared_ptr<const sandbox::LaunchPlan>> PrepareSandboxes(
+    const sandbox::SandboxSpec& spec, std::shared_ptr<limits::LimitsBackend> backend);
 
 // How long an engine serves: a server's many runs, or the one run of `mcp-exec run` (a pool
 // then prepares one sandbox and no more).

@@ -165,6 +165,28 @@ TEST_P(EnvCommandTest, DoctorNamesTheEnvironmentsItWouldNotOffer) {
   EXPECT_THAT(refused.out, HasSubstr("FAIL environments: the server would not start"));
 }
 
+// `run --environment` finds the images where `env` does, beside MCP_EXEC_ROOTFS, and refuses
+// what `env list` says is not offered: the corrupt image y is never run.
+TEST_P(EnvCommandTest, RunRefusesACorruptOrUnbuiltEnvironment) {
+  auto run = [this](const std::string& name) {
+    return runner_.RunCommand({runner_.Binary(), "run", "--environment", name, "--code", "1"},
+                              WithEnv({"MCP_EXEC_ROOTFS=" + dir_ + "/rootfs"}));
+  };
+  const Outcome corrupt = run("y");
+  EXPECT_EQ(corrupt.exit_status, 125) << corrupt.Describe();
+  EXPECT_EQ(corrupt.out, "");
+  EXPECT_THAT(corrupt.err, HasSubstr("environment \"y\" is not offered: "));
+  EXPECT_THAT(corrupt.err, HasSubstr("the image's tree is env-y-0123456789abcdef: the image is "
+                                     "corrupt or was replaced"));
+  EXPECT_THAT(corrupt.err, HasSubstr("`mcp-exec env build y` builds it. Offered here: default, x"));
+
+  const Outcome unbuilt = run("data");
+  EXPECT_EQ(unbuilt.exit_status, 125) << unbuilt.Describe();
+  EXPECT_THAT(unbuilt.err, HasSubstr("environment \"data\" is not offered: its image " + dir_ +
+                                     "/environments/data is not built; `mcp-exec env build data` "
+                                     "builds it. Offered here: default, x"));
+}
+
 MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(EnvCommandTest);
 
 }  // namespace

@@ -196,3 +196,124 @@ MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(EnvironmentsTest);
 
 }  // namespace
 }  // namespace mcpexec::testing
+
+// `mcp-exec run --environment NAME` (docs/environments.md, "`run` in an environment"): the run a
+// server's call naming NAME gets, in a cold sandbox.
+namespace mcpexec::testing {
+namespace {
+
+// `mcp-exec run ARGS...` with the test rootfs as MCP_EXEC_ROOTFS (a variable, not --rootfs, which
+// --environment refuses) and x's directory as MCP_EXEC_ENVIRONMENTS_DIR, plus `env`.
+Outcome RunIn(const SandboxRunner& runner, const std::string& environments_dir,
+              std::vector<std::string> args, std::vector<std::string> env = {}) {
+  std::vector<std::string> argv = {runner.Binary(), "run"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  env.push_back("MCP_EXEC_ROOTFS=" + runner.Rootfs());
+  env.push_back("MCP_EXEC_ENVIRONMENTS_DIR=" + environments_dir);
+  return runner.RunCommand(argv, WithEnv(std::move(env)));
+}
+
+// What image a run had: its metadata's name, then kProbe's line.
+constexpr const char* kNameAndProbe =
+    "print(open('/usr/share/mcp-exec/environment/name').read().strip())\n";
+
+TEST_P(EnvironmentsTest, RunWithEnvironmentRunsInItsImageWithItsVariables) {
+  const Outcome in_x =
+      RunIn(runner_, dir_, {"--environment", "x", "--code", std::string(kNameAndProbe) + kProbe});
+  ASSERT_TRUE(IsRunResult(in_x)) << in_x.Describe();
+  EXPECT_EQ(in_x.exit_status, 0) << in_x.Describe();
+  EXPECT_EQ(in_x.json["stdout"], "x\nx yes False\n") << "cold: nothing preloaded";
+
+  // The same run in the default environment: the test rootfs, without x's module or variable.
+  const Outcome in_default = RunIn(runner_, dir_, {"--code", kProbe});
+  ASSERT_TRUE(IsRunResult(in_default)) << in_default.Describe();
+  EXPECT_EQ(in_default.exit_status, 1);
+  EXPECT_THAT(in_default.json["stderr"].get<std::string>(),
+              HasSubstr("No module named 'only_in_x'"));
+  EXPECT_EQ(RunIn(runner_, dir_, {"--environment", "default", "--code", kProbe}).exit_status, 1);
+}
+
+// Without --environment a run has MCP_EXEC_DEFAULT_ENVIRONMENT's, as a call naming none; with
+// --rootfs, "default" in the directory it names.
+TEST_P(EnvironmentsTest, RunWithoutEnvironmentHasTheDefaultEnvironmentOrTheRootfsGiven) {
+  const Outcome by_default =
+      RunIn(runner_, dir_, {"--code", kProbe}, {"MCP_EXEC_DEFAULT_ENVIRONMENT=x"});
+  ASSERT_TRUE(IsRunResult(by_default)) << by_default.Describe();
+  EXPECT_EQ(by_default.json["stdout"], "x yes False\n") << by_default.Describe();
+
+  const Outcome by_rootfs = RunIn(runner_, dir_, {"--rootfs", runner_.Rootfs(), "--code", kProbe},
+                                  {"MCP_EXEC_DEFAULT_ENVIRONMENT=x"});
+  ASSERT_TRUE(IsRunResult(by_rootfs)) << by_rootfs.Describe();
+  EXPECT_EQ(by_rootfs.exit_status, 1) << "--rootfs names the image: " << by_rootfs.Describe();
+}
+
+// A warm engine's interpreter imports the environment's preload.txt, as a server's engine for x.
+TEST_P(EnvironmentsTest, RunWithEnvironmentOnAWarmEngineHasItsPreloads) {
+  for (const char* engine : {"pool", "zygote"}) {
+    const Outcome r =
+        RunIn(runner_, dir_, {"--environment", "x", "--engine", engine, "--code", kProbe});
+    ASSERT_TRUE(IsRunResult(r)) << engine << r.Describe();
+    EXPECT_EQ(r.json["stdout"], "x yes True\n") << engine << r.Describe();
+  }
+}
+
+TEST_P(EnvironmentsTest, RunWithAnEnvironmentNotOfferedNamesTheOfferedOnesAndTheFix) {
+  const Outcome unknown = RunIn(runner_, dir_, {"--environment", "nope", "--code", "print(1)"});
+  EXPECT_EQ(unknown.exit_status, 125) << unknown.Describe();
+  EXPECT_EQ(unknown.out, "");
+  EXPECT_THAT(unknown.err, HasSubstr("environment \"nope\" is not offered: its image " + dir_ +
+                                     "/nope is not built; `mcp-exec env build nope` builds it. "
+                                     "Offered here: default, x"));
+
+  const Outcome by_default =
+      RunIn(runner_, dir_, {"--code", "print(1)"}, {"MCP_EXEC_DEFAULT_ENVIRONMENT=nope"});
+  EXPECT_EQ(by_default.exit_status, 125) << by_default.Describe();
+  EXPECT_THAT(by_default.err,
+              HasSubstr("environment \"nope\" (MCP_EXEC_DEFAULT_ENVIRONMENT) is not offered"));
+
+  // Built, but left out of the offer: as a server with the same settings.
+  const Outcome left_out = RunIn(runner_, dir_, {"--environment", "x", "--code", "print(1)"},
+                                 {"MCP_EXEC_ENVIRONMENTS=default"});
+  EXPECT_EQ(left_out.exit_status, 125) << left_out.Describe();
+  EXPECT_THAT(left_out.err, HasSubstr("environment \"x\" is not offered: it is built, but "
+                                      "MCP_EXEC_ENVIRONMENTS (default) leaves it out"));
+
+  const Outcome bad_name = RunIn(runner_, dir_, {"--environment", "../x", "--code", "print(1)"});
+  EXPECT_EQ(bad_name.exit_status, 2) << bad_name.Describe();
+  EXPECT_THAT(bad_name.err, HasSubstr("\"../x\" is not an environment name"));
+}
+
+TEST_P(EnvironmentsTest, RunRefusesEnvironmentWithRootfs) {
+  const Outcome r = RunIn(
+      runner_, dir_, {"--environment", "x", "--rootfs", runner_.Rootfs(), "--code", "print(1)"});
+  EXPECT_EQ(r.exit_status, 2) << r.Describe();
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("--environment and --rootfs both choose the image, give one"));
+}
+
+// The real `data` image that tools/setup builds beside the test rootfs (build/environments/data).
+TEST_P(EnvironmentsTest, RunInTheDataEnvironmentImportsItsPackages) {
+  const char* rootfs = std::getenv("MCP_EXEC_TEST_ROOTFS");
+  ASSERT_NE(rootfs, nullptr);
+  const fs::path data = fs::path(rootfs).parent_path() / "environments" / "data";
+  std::error_code ec;
+  const fs::path image = fs::canonical(data, ec);
+  ASSERT_FALSE(ec) << data << " is not built: tools/setup builds it (or mcp-exec env build data)";
+  // A directory of this mode's reach that holds the image under its name, as tools/build-rootfs
+  // links it (the tree's own name, env-data-HASH16, is checked against its metadata).
+  const std::string dir = HostSetup::Get().ScratchDir() + "/environments-" + ModeName(GetParam());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms(0755));
+  fs::create_directory_symlink(image, dir + "/data");
+  const Outcome r = RunIn(
+      runner_, dir,
+      {"--environment", "data", "--code", "import sklearn, scipy\n" + std::string(kNameAndProbe)});
+  ASSERT_TRUE(IsRunResult(r)) << r.Describe();
+  EXPECT_EQ(r.exit_status, 0) << r.Describe();
+  EXPECT_EQ(r.json["stdout"], "data\n") << r.Describe();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mcpexec::testing

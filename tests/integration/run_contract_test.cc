@@ -133,7 +133,7 @@ TEST_P(RunContractTest, VersionAndHelpDescribeTheCommand) {
 
   const Outcome help = runner_.RunCommand({runner_.Binary(), "run", "--help"});
   EXPECT_EQ(help.exit_status, 0) << help.Describe();
-  for (const char* flag : {"--code", "--file", "--stdin", "--timeout", "--rootfs",
+  for (const char* flag : {"--code", "--file", "--stdin", "--timeout", "--rootfs", "--environment",
                            "MCP_EXEC_MAX_OUTPUT_BYTES", "125"}) {
     EXPECT_THAT(help.out, HasSubstr(flag));
   }

@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "../support/temp_dir.h"
@@ -219,6 +221,86 @@ TEST(RunConfig, FigureMaxPxFlagWinsAndIsRangeChecked) {
   auto bad = ResolveConfig("/d", NoEnv(), Parse({"--figure-max-px", "32"}).config);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message, HasSubstr("MCP_EXEC_FIGURE_MAX_PX: '32' is outside [64, 8192]"));
+}
+
+// A `rootfs` and beside it `environments/` with the image "x" (its metadata only), as
+// tools/build-rootfs lays them out.
+class RunEnvironment : public ::testing::Test {
+ protected:
+  RunEnvironment() {
+    std::filesystem::create_directories(dir_.Path() + "/rootfs");
+    const std::string meta = dir_.Path() + "/environments/x/usr/share/mcp-exec/environment";
+    std::filesystem::create_directories(meta);
+    std::ofstream(meta + "/name") << "x\n";
+    std::ofstream(meta + "/hash") << "00000000000000aa\n";
+    std::ofstream(meta + "/packages.json") << "[]";
+    std::ofstream(meta + "/preload.txt") << "only_in_x\n";
+    std::ofstream(meta + "/env.txt") << "ONLY_IN_X=yes\n";
+  }
+
+  // The environment `args` choose, with these MCP_EXEC_* variables.
+  Result<exec::Environment> Choose(std::vector<std::string> args,
+                                   std::map<std::string, std::string> vars = {}) {
+    const RunOptions o = Parse(std::move(args));
+    auto env = [&vars](const std::string& name) -> std::optional<std::string> {
+      auto it = vars.find(name);
+      if (it == vars.end()) return std::nullopt;
+      return it->second;
+    };
+    auto c = ResolveConfig(dir_.Path() + "/rootfs", env, o.config);
+    if (!c.ok()) return c.error();
+    return ChooseRunEnvironment(*c, o);
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(RunEnvironment, TheOneNamedWithItsImageVariablesAndPreloads) {
+  auto x = Choose({"--environment", "x"});
+  ASSERT_TRUE(x.ok()) << x.error().message;
+  EXPECT_EQ(x->name, "x");
+  EXPECT_EQ(x->image, dir_.Path() + "/environments/x");
+  EXPECT_EQ(x->env, std::vector<std::string>{"ONLY_IN_X=yes"});
+  EXPECT_EQ(x->preload, std::vector<std::string>{"only_in_x"});
+  auto def = Choose({"--environment", "default"}, {{"MCP_EXEC_PRELOAD", "decimal"}});
+  ASSERT_TRUE(def.ok()) << def.error().message;
+  EXPECT_EQ(def->image, dir_.Path() + "/rootfs");
+  EXPECT_EQ(def->preload, std::vector<std::string>{"decimal"});
+}
+
+TEST_F(RunEnvironment, WithoutItTheDefaultEnvironmentOrWithRootfsDefault) {
+  EXPECT_EQ(Choose({})->name, "default");
+  EXPECT_EQ(Choose({}, {{"MCP_EXEC_DEFAULT_ENVIRONMENT", "x"}})->name, "x");
+  auto rootfs =
+      Choose({"--rootfs", dir_.Path() + "/rootfs"}, {{"MCP_EXEC_DEFAULT_ENVIRONMENT", "x"}});
+  ASSERT_TRUE(rootfs.ok()) << rootfs.error().message;
+  EXPECT_EQ(rootfs->name, "default");
+  // The variable says only where default is, and so where the others are.
+  auto moved =
+      Choose({"--environment", "x"}, {{"MCP_EXEC_ROOTFS", dir_.Path() + "/elsewhere/rootfs"}});
+  ASSERT_FALSE(moved.ok());
+  EXPECT_THAT(moved.error().message,
+              HasSubstr(dir_.Path() + "/elsewhere/environments/x is not built"));
+}
+
+TEST_F(RunEnvironment, OneNotOfferedSaysWhyNamesTheOfferedAndTheFix) {
+  auto gpu = Choose({"--environment", "gpu"});
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_THAT(gpu.error().message,
+              AllOf(HasSubstr("environment \"gpu\" is not offered: its image " + dir_.Path() +
+                              "/environments/gpu is not built"),
+                    HasSubstr("`mcp-exec env build gpu` builds it"),
+                    HasSubstr("Offered here: default, x")));
+  auto by_default = Choose({}, {{"MCP_EXEC_DEFAULT_ENVIRONMENT", "gpu"}});
+  ASSERT_FALSE(by_default.ok());
+  EXPECT_THAT(by_default.error().message,
+              AllOf(HasSubstr("\"gpu\" (MCP_EXEC_DEFAULT_ENVIRONMENT) is not offered"),
+                    HasSubstr("name another with --environment or MCP_EXEC_DEFAULT_ENVIRONMENT")));
+  auto left_out = Choose({"--environment", "x"}, {{"MCP_EXEC_ENVIRONMENTS", "default"}});
+  ASSERT_FALSE(left_out.ok());
+  EXPECT_THAT(left_out.error().message,
+              AllOf(HasSubstr("it is built, but MCP_EXEC_ENVIRONMENTS (default) leaves it out"),
+                    HasSubstr("Offered here: default (")));
 }
 
 TEST(ExitStatus, ProgramStatusSignalAndTimeout) {
