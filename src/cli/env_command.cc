@@ -106,11 +106,6 @@ std::vector<std::string> RecipeNames(const std::string& tool) {
   return names;
 }
 
-std::string ImageOf(const config::Config& config, const std::string& name) {
-  return name == exec::kDefaultEnvironment ? config.rootfs
-                                           : exec::EnvironmentsDir(config) + "/" + name;
-}
-
 json StatusJson(const EnvStatus& s) {
   json j = {{"name", s.name},     {"image", s.image},       {"offered", s.offered},
             {"built", s.built},   {"problem", s.problem},   {"hash", nullptr},
@@ -148,7 +143,7 @@ int List(const config::Config& config, const std::string& tool, bool as_json) {
 }
 
 int Show(const config::Config& config, const std::string& name, bool as_json) {
-  auto env = exec::ReadEnvironment(name, ImageOf(config, name), config);
+  auto env = exec::ReadEnvironment(name, exec::EnvironmentImage(config, name), config);
   if (!env.ok()) {
     std::cerr << "mcp-exec env show: environment \"" << name << "\": " << env.error().message
               << "; " << exec::BuildFix(name) << "\n";
@@ -190,7 +185,7 @@ int Show(const config::Config& config, const std::string& name, bool as_json) {
 // exit status is the command's.
 int Build(const config::Config& config, const std::string& tool, const std::string& name,
           bool force) {
-  const std::string out = ImageOf(config, name);
+  const std::string out = exec::EnvironmentImage(config, name);
   std::vector<std::string> args = {tool, "--environment", name, "--out", out};
   if (force) args.push_back("--force");
   std::vector<char*> argv;
@@ -255,7 +250,7 @@ std::vector<EnvStatus> GatherEnvStatus(const config::Config& config,
   for (const std::string& name : names) {
     EnvStatus s;
     s.name = name;
-    s.image = ImageOf(config, name);
+    s.image = exec::EnvironmentImage(config, name);
     s.offered = offer.ok() && offer->Find(name) != nullptr;
     auto env = exec::ReadEnvironment(name, s.image, config);
     if (env.ok()) {
