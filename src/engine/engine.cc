@@ -409,10 +409,20 @@ std::string ProcPath(pid_t pid, const char* what) {
   return "/proc/" + std::to_string(pid) + "/" + what;
 }
 
-// The inode of `pid`'s PID namespace, 0 when it cannot be read.
-ino_t PidNamespace(pid_t pid) {
-  struct stat st;
-  return stat(ProcPath(pid, "ns/pid").c_str(), &st) == 0 ? st.st_ino : 0;
+// How deep `pid`'s PID namespace is nested (the pids on the NSpid line of its status, which
+// anyone may read, where ns/pid needs ptrace access that a rootless server lacks over a
+// sandbox's init); 0 when it cannot be read. A descendant of a process is in that process's
+// namespace or one nested below it, so among descendants the same depth is the same namespace.
+size_t PidNamespaceDepth(pid_t pid) {
+  std::ifstream in(ProcPath(pid, "status"));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("NSpid:")) continue;
+    std::istringstream fields(line.substr(6));
+    size_t depth = 0;
+    for (pid_t p; fields >> p;) ++depth;
+    return depth;
+  }
+  return 0;
 }
 
 // The children of every thread of `pid`.
@@ -452,15 +462,17 @@ ProcessMemory MemoryOf(const std::vector<pid_t>& inits) {
   ProcessMemory memory;
   std::set<pid_t> seen;
   for (const pid_t init : inits) {
-    const ino_t ns = PidNamespace(init);
-    if (ns == 0 || !seen.insert(init).second) continue;
+    const size_t depth = PidNamespaceDepth(init);
+    if (depth == 0 || !seen.insert(init).second) continue;
     std::vector<pid_t> todo = {init};
     while (!todo.empty()) {
       const pid_t pid = todo.back();
       todo.pop_back();
       AddRollup(pid, memory);
       for (const pid_t child : ChildrenOf(pid)) {
-        if (PidNamespace(child) == ns && seen.insert(child).second) todo.push_back(child);
+        if (PidNamespaceDepth(child) == depth && seen.insert(child).second) {
+          todo.push_back(child);
+        }
       }
     }
   }

@@ -71,8 +71,10 @@ struct ProcessMemory {
 // The memory of each of `inits` and its descendants in its own PID namespace: a sandbox's init
 // and its interpreter; a zygote's init and the zygote, not the runs it forked, which are in PID
 // namespaces of their own and listed apart when prepared (Engine::HeldInits). A process that is
-// gone, or whose smaps_rollup cannot be read, counts nothing. Reads /proc: some milliseconds for
-// a few processes of 100 MB, not for every run.
+// gone, or whose smaps_rollup cannot be read, counts nothing: a rootless server may not read a
+// sandbox's init, a copy of itself that holds about 2 MB and shares nearly all of it (PSS near
+// 0); it reads the interpreters, which execve made its sandbox's. Reads /proc: some
+// milliseconds for a few processes of 100 MB, not for every run.
 ProcessMemory MemoryOf(const std::vector<pid_t>& inits);
 
 std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan);
