@@ -231,7 +231,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     return 0;
   }
   const ServeMetricsSources sources{version, exec_metrics.get(), &pool, engine.get(),
-                                    plan.Limits().Kind()};
+                                    plan.Limits().Kind(), environments->get()};
   return ServeHttp(server, pool, *config, sources);
 }
 

@@ -44,6 +44,35 @@ void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& s) {
     out.Sample("mcp_exec_zygote_forks_total", engine.zygote_forks);
   }
 
+  if (s.environments != nullptr) {
+    const std::vector<exec::EnvironmentEngines::EnvironmentState> environments =
+        s.environments->States();
+    out.Family("mcp_exec_environment_engine_ready",
+               "1 while the environment's own engine runs; 0 while its runs are cold (not "
+               "started yet, or released after MCP_EXEC_ENVIRONMENT_IDLE_S)",
+               Type::kGauge);
+    for (const auto& e : environments) {
+      out.Sample("mcp_exec_environment_engine_ready", {{"environment", e.name}},
+                 uint64_t{e.started ? 1u : 0u});
+    }
+    out.Family("mcp_exec_environment_memory_rss_bytes",
+               "Resident memory of the environment's engine at rest, summed over its zygote and "
+               "prepared sandboxes (shared pages counted in each process)",
+               Type::kGauge);
+    for (const auto& e : environments) {
+      out.Sample("mcp_exec_environment_memory_rss_bytes", {{"environment", e.name}},
+                 e.memory.rss_bytes);
+    }
+    out.Family("mcp_exec_environment_memory_pss_bytes",
+               "Proportional memory of the environment's engine at rest, summed over its zygote "
+               "and prepared sandboxes (a page shared by N processes counts 1/N in each)",
+               Type::kGauge);
+    for (const auto& e : environments) {
+      out.Sample("mcp_exec_environment_memory_pss_bytes", {{"environment", e.name}},
+                 e.memory.pss_bytes);
+    }
+  }
+
   out.Family("mcp_exec_limits_backend_info",
              "The backend enforcing each run's limits (cgroup2, cgroup1, rlimit), value 1",
              Type::kGauge);

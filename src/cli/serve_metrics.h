@@ -1,10 +1,11 @@
 // The /metrics families of `serve` beyond the HTTP server's own: build, exec calls, the worker
-// pool, the engine and the limits backend.
+// pool, the engine, each environment's engine and its memory, and the limits backend.
 #pragma once
 
 #include <string>
 
 #include "engine/engine.h"
+#include "exec/environment_engines.h"
 #include "exec/exec_metrics.h"
 #include "limits/limits.h"
 #include "mcp/worker_pool.h"
@@ -19,6 +20,8 @@ struct ServeMetricsSources {
   const mcp::WorkerPool* pool = nullptr;
   const engine::Engine* engine = nullptr;
   limits::Backend limits_backend = limits::Backend::kRlimit;
+  // Each offered environment's engine and its memory at rest; none when null.
+  const exec::EnvironmentEngines* environments = nullptr;
 };
 
 void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& sources);

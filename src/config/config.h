@@ -82,6 +82,9 @@ struct Config {
   // MCP_EXEC_ENVIRONMENTS_DIR: where the images other than "default" are; empty: the directory
   // `environments` beside the rootfs as configured (EnvironmentsDir, exec/environments.h).
   std::string environments_dir;
+  // MCP_EXEC_ENVIRONMENT_IDLE_S: an environment other than the default whose engine no run or
+  // session has used for this long releases it (its zygote and prepared sandboxes); 0: never.
+  int environment_idle_s = 600;
 
   // The server (mcp-exec serve).
   Transport transport = Transport::kStdio;  // MCP_EXEC_TRANSPORT

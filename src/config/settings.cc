@@ -432,6 +432,21 @@ constexpr Setting kSettings[] = {
             "(`build/environments`, `/var/lib/mcp-exec/environments`)",
      .scope = S::kServe,
      .store = [](Config& c, const V& v) { c.environments_dir = v.text; }},
+    {.env = "MCP_EXEC_ENVIRONMENT_IDLE_S",
+     .flag = "--environment-idle",
+     .type = T::kInt,
+     .default_text = "600",
+     .help = "Seconds without a run after which an environment other than the default releases "
+             "its engine (zygote, prepared sandboxes), 0 to 86400; 0 never",
+     .doc = "seconds without a run or an open session after which an environment other than the "
+            "default releases its engine (its zygote and prepared sandboxes, and their memory), "
+            "0 to 86400; 0: never. Its next call runs cold and starts the engine again in the "
+            "background; the default environment's engine is never released "
+            "([Engines](docs/environments.md#choosing-an-environment))",
+     .scope = S::kServe,
+     .min = 0,
+     .max = 86400,
+     .store = [](Config& c, const V& v) { c.environment_idle_s = static_cast<int>(v.integer); }},
     {.env = "MCP_EXEC_MAX_CONCURRENCY",
      .flag = "--max-concurrency",
      .type = T::kInt,

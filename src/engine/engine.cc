@@ -8,7 +8,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "log/log.h"
@@ -85,6 +90,8 @@ class SandboxSource {
   virtual std::optional<sandbox::Sandbox> MakeForRun() { return std::nullopt; }
   // Fills in what the source knows of the engine's state (the zygote's fields). Thread-safe.
   virtual void AddState(EngineState& /*state*/) const {}
+  // Adds the init pids of what the source holds itself (a live zygote's). Thread-safe.
+  virtual void AddInits(std::vector<pid_t>& /*inits*/) const {}
 };
 
 // The pool: each sandbox a warm interpreter of its own.
@@ -185,6 +192,11 @@ class ZygoteSource final : public SandboxSource {
     state.zygote_forks = forks_.load(std::memory_order_relaxed);
   }
 
+  void AddInits(std::vector<pid_t>& inits) const override {
+    const std::shared_ptr<const sandbox::Zygote> zygote = Current();
+    if (zygote && zygote->Alive()) inits.push_back(zygote->InitPid());
+  }
+
  private:
   Result<sandbox::Sandbox> Counted(Result<sandbox::Sandbox> box) {
     if (box.ok()) forks_.fetch_add(1, std::memory_order_relaxed);
@@ -260,6 +272,14 @@ class PoolEngine final : public Engine {
     }
     source_->AddState(state);
     return state;
+  }
+
+  std::vector<pid_t> HeldInits() const override {
+    std::vector<pid_t> inits;
+    source_->AddInits(inits);
+    std::lock_guard lock(mutex_);
+    for (const sandbox::Sandbox& box : ready_) inits.push_back(box.InitPid());
+    return inits;
   }
 
   Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
@@ -385,7 +405,79 @@ class PoolEngine final : public Engine {
   std::thread refiller_;  // last: joined before the members it uses are destroyed
 };
 
+std::string ProcPath(pid_t pid, const char* what) {
+  return "/proc/" + std::to_string(pid) + "/" + what;
+}
+
+// How deep `pid`'s PID namespace is nested (the pids on the NSpid line of its status, which
+// anyone may read, where ns/pid needs ptrace access that a rootless server lacks over a
+// sandbox's init); 0 when it cannot be read. A descendant of a process is in that process's
+// namespace or one nested below it, so among descendants the same depth is the same namespace.
+size_t PidNamespaceDepth(pid_t pid) {
+  std::ifstream in(ProcPath(pid, "status"));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("NSpid:")) continue;
+    std::istringstream fields(line.substr(6));
+    size_t depth = 0;
+    for (pid_t p; fields >> p;) ++depth;
+    return depth;
+  }
+  return 0;
+}
+
+// The children of every thread of `pid`.
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator(ProcPath(pid, "task"), error)) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t child; in >> child;) children.push_back(child);
+  }
+  return children;
+}
+
+// Adds `pid`'s Rss and Pss (smaps_rollup, in kB); false when it cannot be read.
+bool AddRollup(pid_t pid, ProcessMemory& memory) {
+  std::ifstream in(ProcPath(pid, "smaps_rollup"));
+  uint64_t rss = 0, pss = 0;
+  bool has_rss = false, has_pss = false;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    uint64_t kb = 0;
+    if (!(fields >> key >> kb)) continue;
+    if (key == "Rss:") rss = kb, has_rss = true;
+    if (key == "Pss:") pss = kb, has_pss = true;
+  }
+  if (!has_rss || !has_pss) return false;
+  memory.rss_bytes += rss * 1024;
+  memory.pss_bytes += pss * 1024;
+  ++memory.processes;
+  return true;
+}
+
 }  // namespace
+
+ProcessMemory MemoryOf(const std::vector<pid_t>& inits) {
+  ProcessMemory memory;
+  std::set<pid_t> seen;
+  for (const pid_t init : inits) {
+    const size_t depth = PidNamespaceDepth(init);
+    if (depth == 0 || !seen.insert(init).second) continue;
+    std::vector<pid_t> todo = {init};
+    while (!todo.empty()) {
+      const pid_t pid = todo.back();
+      todo.pop_back();
+      AddRollup(pid, memory);
+      for (const pid_t child : ChildrenOf(pid)) {
+        if (PidNamespaceDepth(child) == depth && seen.insert(child).second) {
+          todo.push_back(child);
+        }
+      }
+    }
+  }
+  return memory;
+}
 
 std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan) {
   return std::make_unique<ColdEngine>(std::move(plan));

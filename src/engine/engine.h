@@ -8,10 +8,13 @@
 //         imported (sandbox/zygote.h), which is replaced after a number of forks or an age
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "base/result.h"
 #include "sandbox/plan.h"
@@ -47,7 +50,32 @@ class Engine {
   virtual const sandbox::LaunchPlan& Plan() const = 0;
   // A snapshot of what it holds. Thread-safe; cheap (no system call but a poll for the zygote).
   virtual EngineState State() const = 0;
+  // Host pids of the inits of what it holds between runs: its zygote's, then each prepared
+  // sandbox's (none for cold). For MemoryOf. Thread-safe; no system call.
+  virtual std::vector<pid_t> HeldInits() const { return {}; }
+  // What whoever holds a sandbox this engine gave (TakeWarm: a session) keeps for as long as it
+  // holds it. The sandboxes an engine prepared die with it (PR_SET_PDEATHSIG of its threads, a
+  // zygote's forks with the zygote), and an engine an owner may release while it is idle
+  // (exec::EnvironmentEngines) counts this as a use. Null for an engine whose owner keeps it for
+  // its whole life.
+  virtual std::shared_ptr<const void> KeepAlive() { return nullptr; }
 };
+
+// Memory of processes, from /proc/PID/smaps_rollup.
+struct ProcessMemory {
+  uint64_t rss_bytes = 0;  // resident, each process's pages counted in full
+  uint64_t pss_bytes = 0;  // proportional: a page shared by N processes counts 1/N in each
+  size_t processes = 0;    // processes read
+};
+
+// The memory of each of `inits` and its descendants in its own PID namespace: a sandbox's init
+// and its interpreter; a zygote's init and the zygote, not the runs it forked, which are in PID
+// namespaces of their own and listed apart when prepared (Engine::HeldInits). A process that is
+// gone, or whose smaps_rollup cannot be read, counts nothing: a rootless server may not read a
+// sandbox's init, a copy of itself that holds about 2 MB and shares nearly all of it (PSS near
+// 0); it reads the interpreters, which execve made its sandbox's. Reads /proc: some
+// milliseconds for a few processes of 100 MB, not for every run.
+ProcessMemory MemoryOf(const std::vector<pid_t>& inits);
 
 std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan);
 

@@ -50,6 +50,9 @@ struct SessionStore::Entry {
   std::string caller;
   std::string environment;
   std::optional<sandbox::Session> session;  // while open and not running a call
+  // Engine::KeepAlive of the engine it came from, while open: its sandbox may die with that
+  // engine, which its owner must not release meanwhile.
+  std::shared_ptr<const void> engine;
   UniqueFd init;  // a pidfd of its init: a busy session is killed by it
   Clock::time_point created, last_used;
   uint64_t calls = 0;
@@ -111,6 +114,7 @@ Result<SessionInfo> SessionStore::Open(const std::string& caller, Engine& engine
     release();
     return handle.error();
   }
+  std::shared_ptr<const void> keep = engine.KeepAlive();
   Result<sandbox::Sandbox> warm = engine.TakeWarm();
   Result<sandbox::Session> session = warm.ok() ? sandbox::Session::Start(std::move(*warm))
                                                 : Result<sandbox::Session>(warm.error());
@@ -121,6 +125,7 @@ Result<SessionInfo> SessionStore::Open(const std::string& caller, Engine& engine
   auto entry = std::make_shared<Entry>();
   entry->caller = caller;
   entry->environment = environment;
+  entry->engine = std::move(keep);
   entry->init = session->DupInitPidfd();
   entry->created = entry->last_used = Clock::now();
   entry->session.emplace(std::move(*session));
@@ -261,6 +266,8 @@ std::optional<sandbox::Session> SessionStore::EndLocked(Entry& entry, std::strin
   entry.ended = std::move(reason);
   entry.last_used = Clock::now();  // kept from now for kEndedKeptFor, to say why it ended
   --open_;
+  // Its sandbox is killed or handed back to be destroyed: it no longer needs its engine.
+  entry.engine.reset();
   log::Info("session ended", {{"reason", *entry.ended},
                               {"calls", static_cast<int64_t>(entry.calls)}});
   // A busy one is killed here; its call returns, and destroys it. The pidfd is not needed

@@ -62,7 +62,8 @@ class SessionStore {
 
   // Opens a session for `caller` in the environment `environment`, with a sandbox of `engine`
   // (that environment's). The sandbox is made on the calling thread when the engine has none
-  // ready: call from a thread that lives as long as the server (a worker's).
+  // ready: call from a thread that lives as long as the server (a worker's). The session keeps
+  // engine.KeepAlive() while it is open.
   Result<SessionInfo> Open(const std::string& caller, Engine& engine,
                            const std::string& environment);
   // The environment `caller`'s session `handle` was opened in; Call's errors for a handle that is

@@ -1,9 +1,13 @@
 // The engines of the offered environments: each environment's sandboxes come from its own image
 // (environments.h), with its own preloads and variables, through an engine of the kind
-// MCP_EXEC_ENGINE names. The default environment's engine starts with the server; another's
-// starts in the background at its first call, whose runs go cold in its image until it is ready.
+// MCP_EXEC_ENGINE names. The default environment's engine starts with the server and lives as
+// long as it; another's starts in the background at its first call, whose runs go cold in its
+// image until it is ready, and is released once no run or session has used it for
+// MCP_EXEC_ENVIRONMENT_IDLE_S (then the next call starts it again, as the first did).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -47,31 +51,59 @@ class EnvironmentEngines {
   // The engine of the default environment, started: /metrics, /readyz and the plan's facts.
   const std::shared_ptr<engine::Engine>& DefaultEngine() const;
   // The engine a run in `name` uses now: the environment's own once it started, or else a cold
-  // engine in its image, the first such call starting its own in the background. nullptr when
-  // `name` is not offered. Thread-safe; never waits for a start.
+  // engine in its image, the first such call (the first after a release) starting its own in
+  // the background. While the returned engine, or its KeepAlive() (a session's), is held, the
+  // environment's engine is in use and is not released. nullptr when `name` is not offered.
+  // Thread-safe; never waits for a start or a release.
   std::shared_ptr<engine::Engine> EngineFor(const std::string& name);
 
+  // One environment's engine now, for /metrics.
+  struct EnvironmentState {
+    std::string name;
+    // Its own engine runs: always for the default environment; for another, from its first
+    // call's start until its release (false meanwhile: its runs are cold).
+    bool started = false;
+    engine::ProcessMemory memory;  // what that engine holds between runs (engine::MemoryOf)
+  };
+  // Every offered environment's, in the offer's order. Reads /proc (engine::MemoryOf): for a
+  // scrape, not for every run. Thread-safe.
+  std::vector<EnvironmentState> States() const;
+
  private:
+  using Clock = std::chrono::steady_clock;
+  // How an environment's engine is used: the engines EngineFor handed out (and their
+  // KeepAlive) that are still held, and when the last of them was let go.
+  struct Usage {
+    std::atomic<uint64_t> in_use{0};
+    std::atomic<Clock::rep> last_end{0};  // Clock ticks since its epoch
+  };
   struct Slot {
     const Environment* env = nullptr;
     std::shared_ptr<const sandbox::LaunchPlan> plan;  // cold, in its image
-    std::shared_ptr<engine::Engine> cold;     // in its image, until `started` is set
+    std::shared_ptr<engine::Engine> cold;     // in its image, while `started` is not set
     std::shared_ptr<engine::Engine> started;  // its own engine
-    bool starting = false;
-    // Starts the engine, then waits for the end: sandboxes made on it die with their thread
-    // (PR_SET_PDEATHSIG), so it lives as long as the engine.
-    std::thread starter;
+    const std::shared_ptr<Usage> usage = std::make_shared<Usage>();
+    bool starting = false;  // a start is asked for or under way
+    bool released = false;  // it ran once and was released
+    // The keeper (Keep), from the first call to the end: starts the engine, holds it, and
+    // releases it when idle. Sandboxes made on a thread die with it (PR_SET_PDEATHSIG), and an
+    // engine is destroyed here, never on a request's thread.
+    std::thread keeper;
   };
 
   EnvironmentEngines() = default;
-  void StartInBackground(Slot& slot);
+  void Keep(Slot& slot);
+  // Waits under `lock` until `slot`'s engine has been unused for idle_ (true), or until the
+  // object ends (false).
+  bool WaitUntilIdle(std::unique_lock<std::mutex>& lock, Slot& slot);
 
   config::Config config_;
   Offer offer_;
   std::vector<std::unique_ptr<Slot>> slots_;  // in offer_'s order
   size_t default_slot_ = 0;
-  std::mutex mutex_;
-  std::condition_variable stop_;
+  std::chrono::seconds idle_{0};  // MCP_EXEC_ENVIRONMENT_IDLE_S; 0: never release
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;  // a start asked for, or stopping_
   bool stopping_ = false;
 };
 

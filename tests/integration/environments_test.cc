@@ -1,20 +1,28 @@
-// Choosing an environment (docs/environments.md, issue 25) through `mcp-exec serve` over stdio,
-// as root and as the unprivileged user: a server offers "default" and a fake image "x", a call
-// chooses one with `environment`, the default can be another, an unknown name lists the offered
-// ones, x's engine starts at its first call and serves warm after, and a session keeps its
-// environment. "x" is the test rootfs hard-linked (cp -al: one inode per file, no copy) into a
+// Choosing an environment (docs/environments.md, issue 25) through `mcp-exec serve` over stdio
+// and HTTP, as root and as the unprivileged user: a server offers "default" and a fake image
+// "x", a call chooses one with `environment`, the default can be another, an unknown name lists
+// the offered ones, x's engine starts at its first call and serves warm after, a session keeps
+// its environment, and an idle environment releases its engine (MCP_EXEC_ENVIRONMENT_IDLE_S),
+// never under a run or a session, with /metrics telling each environment's engine and memory.
+// "x" is the test rootfs hard-linked (cp -al: one inode per file, no copy) into a
 // scratch directory on the same filesystem, with its own metadata, a module only it has
 // (only_in_x) and a variable from its env.txt.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
+#include "support/host_processes.h"
+#include "support/loopback_http.h"
 #include "support/mcp_stdio.h"
 #include "support/sandbox_test.h"
 
@@ -190,6 +198,211 @@ TEST_P(EnvironmentsTest, ASessionKeepsTheEnvironmentItWasOpenedIn) {
                                                    {"session", "new"}}));
   EXPECT_EQ(in_default["environment"], "default") << in_default;
   EXPECT_EQ(server.Stop().exit_status, 0);
+}
+
+// The server's processes and all of theirs.
+std::set<pid_t> Descendants(pid_t pid) {
+  std::set<pid_t> out;
+  std::vector<pid_t> todo = {pid};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    for (const pid_t child : ChildrenOf(p)) {
+      if (out.insert(child).second) todo.push_back(child);
+    }
+  }
+  return out;
+}
+
+// `mcp-exec serve --transport http` on loopback (no token: /metrics is open), with one MCP
+// session, for calls that run at once and scrapes between them.
+class HttpServe {
+ public:
+  HttpServe(const SandboxRunner& runner, std::vector<std::string> env)
+      : port_(FreePort()),
+        server_(runner.StartCommand({runner.Binary(), "serve", "--transport", "http", "--addr",
+                                     "127.0.0.1:" + std::to_string(port_), "--rootfs",
+                                     runner.Rootfs()},
+                                    WithEnv(std::move(env)))) {}
+  ~HttpServe() {
+    if (!stopped_) Stop();
+  }
+
+  // Empty when /readyz answered 200 and initialize a session; what went wrong otherwise.
+  std::string Start() {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (HttpRequest(port_, "GET", "/readyz").status != 200) {
+      if (Exited(server_.Pid())) return "the server exited: " + Stop().Describe();
+      if (std::chrono::steady_clock::now() > deadline) return "never ready";
+      std::this_thread::sleep_for(50ms);
+    }
+    const json init = {{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                       {"params", {{"protocolVersion", "2025-06-18"},
+                                   {"capabilities", json::object()},
+                                   {"clientInfo", {{"name", "environments-test"}, {"version", "1"}}}}}};
+    const HttpReply r =
+        HttpRequest(port_, "POST", "/mcp", {"Accept: application/json"}, init.dump());
+    session_ = r.Header("Mcp-Session-Id");
+    return session_.empty() ? "initialize: " + r.head + r.body : "";
+  }
+
+  // A tools/call's result; a discarded value when there is none.
+  json Call(const std::string& tool, const json& arguments) const {
+    const json request = {{"jsonrpc", "2.0"}, {"id", next_id_++}, {"method", "tools/call"},
+                          {"params", {{"name", tool}, {"arguments", arguments}}}};
+    const HttpReply r = HttpRequest(port_, "POST", "/mcp",
+                                    {"Accept: application/json", "Mcp-Session-Id: " + session_},
+                                    request.dump());
+    const json reply = json::parse(r.body, nullptr, false);
+    if (!reply.is_object() || !reply.contains("result")) {
+      return {{"http_status", r.status}, {"http_body", r.body}};  // not a result: says why
+    }
+    return reply["result"];
+  }
+  json Exec(const json& arguments) const { return Structured(Call("exec", arguments)); }
+
+  // The value of sample `line_start` ("name{labels}") in a scrape of /metrics; -1 when none.
+  double Metric(const std::string& line_start) const {
+    const std::string m = HttpRequest(port_, "GET", "/metrics").body;
+    const size_t at = m.find("\n" + line_start + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(m.substr(at + 1 + line_start.size() + 1));
+  }
+  // Polls `line_start` until it is `value`, for up to `timeout`; the last value read.
+  double WaitForMetric(const std::string& line_start, double value,
+                       std::chrono::seconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    double now = Metric(line_start);
+    while (now != value && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(100ms);
+      now = Metric(line_start);
+    }
+    return now;
+  }
+
+  pid_t Pid() const { return server_.Pid(); }
+  Outcome Stop() {
+    stopped_ = true;
+    kill(server_.Pid(), SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!Exited(server_.Pid()) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    if (!Exited(server_.Pid())) kill(server_.Pid(), SIGKILL);
+    return server_.Wait();
+  }
+
+ private:
+  int port_;
+  BackgroundRun server_;
+  std::string session_;
+  mutable std::atomic<int> next_id_{1};  // calls run at once: each its own id
+  bool stopped_ = false;
+};
+
+constexpr const char* kReadyX = R"(mcp_exec_environment_engine_ready{environment="x"})";
+constexpr const char* kRssX = R"(mcp_exec_environment_memory_rss_bytes{environment="x"})";
+constexpr const char* kPssX = R"(mcp_exec_environment_memory_pss_bytes{environment="x"})";
+
+// With MCP_EXEC_ENVIRONMENT_IDLE_S=2: x's engine (a zygote, or the pool the suite runs) starts at
+// its first call and holds memory at rest; a run longer than the idle time and a session keep
+// it; once neither does it is released after the idle time, its zygote and prepared sandboxes
+// gone with it; the next call runs cold and starts it again. The default environment's engine
+// is never released.
+TEST_P(EnvironmentsTest, AnIdleEnvironmentReleasesItsEngineButNeverUnderARunOrASession) {
+  const std::string engine = TestEngine() == "pool" ? "pool" : "zygote";
+  HttpServe server(runner_, {"MCP_EXEC_ENVIRONMENTS_DIR=" + dir_, "MCP_EXEC_ENVIRONMENT_IDLE_S=2",
+                             "MCP_EXEC_PRELOAD=", "MCP_EXEC_ENGINE=" + engine});
+  ASSERT_EQ(server.Start(), "");
+  EXPECT_EQ(server.Metric(R"(mcp_exec_environment_engine_ready{environment="default"})"), 1);
+  EXPECT_GT(server.Metric(R"(mcp_exec_environment_memory_pss_bytes{environment="default"})"), 0);
+  EXPECT_EQ(server.Metric(kReadyX), 0) << "x's engine starts at its first call";
+  EXPECT_EQ(server.Metric(kPssX), 0);
+  // Settled: the default's engine and its prepared sandboxes, which nothing here uses.
+  std::this_thread::sleep_for(500ms);
+  const std::set<pid_t> before_x = Descendants(server.Pid());
+
+  const std::string long_code = std::string(kProbe) + "import time\ntime.sleep(5)\nprint('done')\n";
+  json long_run;
+  double ready_during = -1, rss_during = -1, pss_during = -1;
+  std::string handle;
+  // The long run must get x's engine, which it does when it starts within the idle time of the
+  // last warm call; a slow machine that misses that is given another try.
+  for (int attempt = 0; attempt < 3 && handle.empty(); ++attempt) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    bool warm = false;
+    while (!warm && std::chrono::steady_clock::now() < deadline) {
+      const json run = server.Exec({{"code", kProbe}, {"environment", "x"}});
+      ASSERT_FALSE(run.is_discarded());
+      ASSERT_EQ(run["exit_code"], 0) << run;
+      warm = run["stdout"] == "x yes True\n";
+      if (!warm) std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(warm) << "x's engine never served a run";
+    std::thread runner([&] { long_run = server.Exec({{"code", long_code}, {"environment", "x"}}); });
+    // A session opened while the run holds the engine: its sandbox is the engine's.
+    std::this_thread::sleep_for(500ms);
+    const json opened_raw =
+        server.Call("exec", {{"code", "v = 41"}, {"session", "new"}, {"environment", "x"}});
+    const json opened = Structured(opened_raw);
+    // Past the idle time, the run still going.
+    std::this_thread::sleep_for(2500ms);
+    ready_during = server.Metric(kReadyX);
+    rss_during = server.Metric(kRssX);
+    pss_during = server.Metric(kPssX);
+    runner.join();
+    ASSERT_FALSE(long_run.is_discarded());
+    if (long_run["stdout"] != "x yes True\ndone\n") {  // it ran cold: try again
+      if (opened.contains("session")) server.Call("session_close", {{"session", opened["session"]}});
+      continue;
+    }
+    ASSERT_TRUE(opened.contains("session")) << opened_raw;
+    handle = opened["session"];
+  }
+  ASSERT_FALSE(handle.empty()) << "the long run never got x's engine: " << long_run;
+  EXPECT_EQ(long_run["exit_code"], 0) << long_run;
+  EXPECT_EQ(long_run["timed_out"], false);
+  EXPECT_EQ(ready_during, 1) << "released under a run";
+  EXPECT_GT(rss_during, 0);
+  EXPECT_GT(pss_during, 0);
+  EXPECT_LE(pss_during, rss_during);
+
+  // The run is over; the session alone keeps the engine, past the idle time.
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(server.Metric(kReadyX), 1) << "released under a session";
+  const json in_session = server.Call("exec", {{"code", "v + 1"}, {"session", handle}});
+  const json in_session_result = Structured(in_session);
+  EXPECT_EQ(in_session_result.is_object() ? in_session_result.value("result", "") : "", "42")
+      << "the session's sandbox died with the engine? " << in_session;
+  const json closed = server.Call("session_close", {{"session", handle}});
+  EXPECT_EQ(closed.value("structuredContent", json::object()).value("closed", false), true)
+      << closed;
+
+  // Unused now: released after the idle time, and its processes with it.
+  EXPECT_EQ(server.WaitForMetric(kReadyX, 0, 30s), 0) << "never released";
+  EXPECT_EQ(server.Metric(kRssX), 0);
+  EXPECT_EQ(server.Metric(kPssX), 0);
+  EXPECT_EQ(server.Metric(R"(mcp_exec_environment_engine_ready{environment="default"})"), 1)
+      << "the default environment's engine is never released";
+  std::set<pid_t> after = Descendants(server.Pid());
+  for (const auto deadline = std::chrono::steady_clock::now() + 20s;
+       after != before_x && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(100ms);
+    after = Descendants(server.Pid());
+  }
+  EXPECT_EQ(after, before_x) << "x's zygote and prepared sandboxes are gone, the default's kept";
+
+  // The next call runs cold in x's image, and starts the engine again.
+  const json cold = server.Exec({{"code", kProbe}, {"environment", "x"}});
+  EXPECT_EQ(cold["exit_code"], 0) << cold;
+  EXPECT_THAT(cold["stdout"].get<std::string>(), ::testing::StartsWith("x yes ")) << cold;
+  EXPECT_EQ(server.WaitForMetric(kReadyX, 1, 60s), 1) << "never started again";
+
+  const Outcome stopped = server.Stop();
+  EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
+  EXPECT_THAT(stopped.err, HasSubstr(R"("environment":"x","idle_s":2,"level":"info","msg":"an environment's engine was released)"))
+      << stopped.err;
+  EXPECT_THAT(stopped.err, HasSubstr("starting an environment's engine again"));
 }
 
 MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(EnvironmentsTest);

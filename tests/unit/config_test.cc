@@ -257,6 +257,25 @@ TEST(Config, EnvironmentVariablesHaveTheirDefaultsAndParse) {
   EXPECT_FALSE(IsEnvironmentName("_x"));
 }
 
+// MCP_EXEC_ENVIRONMENT_IDLE_S: seconds, 0 (never) to a day, 600 by default.
+TEST(Config, EnvironmentIdleHasItsDefaultAndParses) {
+  Config c = Defaults("/r");
+  EXPECT_EQ(c.environment_idle_s, 600);
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENVIRONMENT_IDLE_S", "0"}}), c).ok());
+  EXPECT_EQ(c.environment_idle_s, 0) << "0: never released";
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENVIRONMENT_IDLE_S", "86400"}}), c).ok());
+  EXPECT_EQ(c.environment_idle_s, 86400);
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENVIRONMENT_IDLE_S", "1"}}), c).ok());
+  EXPECT_EQ(c.environment_idle_s, 1);
+  EXPECT_TRUE(Validate(c).ok());
+  for (const char* bad : {"-1", "86401", "", "10s", "1.5", "ten"}) {
+    auto r = ApplyEnv(Env({{"MCP_EXEC_ENVIRONMENT_IDLE_S", bad}}), c);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message.find("MCP_EXEC_ENVIRONMENT_IDLE_S: "), 0u) << r.error().message;
+  }
+  EXPECT_EQ(c.environment_idle_s, 1) << "a refused value must not be stored";
+}
+
 TEST(Config, TheDefaultEnvironmentMustBeANameAndAmongThoseListed) {
   Config c = Defaults("/r");
   c.default_environment = "Data";

@@ -1,5 +1,9 @@
 // The /metrics building blocks: the text format, the instruments, what exec calls and the
 // worker pool record after simulated events, serve's families, and the /readyz judgement.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -255,6 +259,33 @@ TEST(ServeMetrics, ColdEngineHasNoZygoteFamilies) {
   EXPECT_NE(text.find("mcp_exec_engine_info{engine=\"cold\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("mcp_exec_limits_backend_info{backend=\"rlimit\"} 1\n"), std::string::npos);
   EXPECT_EQ(text.find("mcp_exec_zygote"), std::string::npos);
+}
+
+// engine::MemoryOf, the sum behind mcp_exec_environment_memory_*: a process and its children
+// in its PID namespace, from smaps_rollup; a process that is gone counts nothing.
+TEST(EngineMemory, SumsAProcessAndItsChildrenAndNothingForOneGone) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  const engine::ProcessMemory alone = engine::MemoryOf({child});
+  const engine::ProcessMemory both = engine::MemoryOf({getpid()});
+  const engine::ProcessMemory twice = engine::MemoryOf({getpid(), child});
+  kill(child, SIGKILL);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  EXPECT_EQ(alone.processes, 1u);
+  EXPECT_GT(alone.rss_bytes, 0u);
+  EXPECT_GT(alone.pss_bytes, 0u);
+  EXPECT_LE(alone.pss_bytes, alone.rss_bytes) << "the child shares its pages with its parent";
+  EXPECT_GE(both.processes, 2u) << "this process and its child";
+  EXPECT_GT(both.rss_bytes, alone.rss_bytes);
+  EXPECT_EQ(twice.processes, both.processes) << "a process listed twice counts once";
+  const engine::ProcessMemory gone = engine::MemoryOf({child});
+  EXPECT_EQ(gone.processes, 0u);
+  EXPECT_EQ(gone.rss_bytes, 0u);
+  EXPECT_EQ(gone.pss_bytes, 0u);
 }
 
 std::vector<std::string> FailingChecks(const cli::ReadinessFacts& facts) {

@@ -69,6 +69,18 @@ TEST(ServeConfig, FigureMaxPxFlag) {
   EXPECT_EQ(c->figure_max_px, 2048);
 }
 
+TEST(ServeConfig, EnvironmentIdleFlagWinsOverTheVariable) {
+  auto c = Resolve({{"MCP_EXEC_ENVIRONMENT_IDLE_S", "30"}}, {"--environment-idle", "0"});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->environment_idle_s, 0);
+  c = Resolve({{"MCP_EXEC_ENVIRONMENT_IDLE_S", "30"}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->environment_idle_s, 30);
+  c = Resolve({}, {"--environment-idle", "86401"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.error().message, HasSubstr("MCP_EXEC_ENVIRONMENT_IDLE_S"));
+}
+
 TEST(ServeExposure, HttpOffLoopbackWithoutATokenIsRefused) {
   // The seed's default MCP_EXEC_ADDR, ":8080", is every interface.
   for (const auto& [transport, addr] : std::map<std::string, std::string>{
