@@ -71,14 +71,8 @@ Result<std::shared_ptr<EnvironmentEngines>> EnvironmentEngines::Prepare(
   set->config_ = config;
   set->offer_ = std::move(offer);
   set->idle_ = std::chrono::seconds(config.environment_idle_s);
-  bool privileged = false;
   for (const Environment& env : set->offer_.environments) {
-    const sandbox::SandboxSpec spec = SpecForEnvironment(config, env);
-    if (spec.privileged_id_mapping && !privileged) {
-      MCPEXEC_RETURN_IF_ERROR(sandbox::DropSupplementaryGroups());
-      privileged = true;
-    }
-    auto plan = sandbox::Compile(spec, backend);
+    auto plan = PrepareSandboxes(SpecForEnvironment(config, env), backend);
     if (!plan.ok()) {
       return std::move(plan).error().WithContext("the environment \"" + env.name + "\"");
     }
