@@ -45,32 +45,27 @@ void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& s) {
   }
 
   if (s.environments != nullptr) {
-    const std::vector<exec::EnvironmentEngines::EnvironmentState> environments =
-        s.environments->States();
-    out.Family("mcp_exec_environment_engine_ready",
-               "1 while the environment's own engine runs; 0 while its runs are cold (not "
-               "started yet, or released after MCP_EXEC_ENVIRONMENT_IDLE_S)",
-               Type::kGauge);
-    for (const auto& e : environments) {
-      out.Sample("mcp_exec_environment_engine_ready", {{"environment", e.name}},
-                 uint64_t{e.started ? 1u : 0u});
-    }
-    out.Family("mcp_exec_environment_memory_rss_bytes",
-               "Resident memory of the environment's engine at rest, summed over its zygote and "
-               "prepared sandboxes (shared pages counted in each process)",
-               Type::kGauge);
-    for (const auto& e : environments) {
-      out.Sample("mcp_exec_environment_memory_rss_bytes", {{"environment", e.name}},
-                 e.memory.rss_bytes);
-    }
-    out.Family("mcp_exec_environment_memory_pss_bytes",
-               "Proportional memory of the environment's engine at rest, summed over its zygote "
-               "and prepared sandboxes (a page shared by N processes counts 1/N in each)",
-               Type::kGauge);
-    for (const auto& e : environments) {
-      out.Sample("mcp_exec_environment_memory_pss_bytes", {{"environment", e.name}},
-                 e.memory.pss_bytes);
-    }
+    using State = exec::EnvironmentEngines::EnvironmentState;
+    const std::vector<State> environments = s.environments->States();
+    // One gauge a family, one sample an environment.
+    const auto per_environment = [&](std::string_view name, std::string_view help,
+                                     uint64_t (*value)(const State&)) {
+      out.Family(name, help, Type::kGauge);
+      for (const State& e : environments) out.Sample(name, {{"environment", e.name}}, value(e));
+    };
+    per_environment("mcp_exec_environment_engine_ready",
+                    "1 while the environment's own engine runs; 0 while its runs are cold (not "
+                    "started yet, or released after MCP_EXEC_ENVIRONMENT_IDLE_S)",
+                    [](const State& e) { return uint64_t{e.started ? 1u : 0u}; });
+    per_environment("mcp_exec_environment_memory_rss_bytes",
+                    "Resident memory of the environment's engine at rest, summed over its zygote "
+                    "and prepared sandboxes (shared pages counted in each process)",
+                    [](const State& e) { return e.memory.rss_bytes; });
+    per_environment("mcp_exec_environment_memory_pss_bytes",
+                    "Proportional memory of the environment's engine at rest, summed over its "
+                    "zygote and prepared sandboxes (a page shared by N processes counts 1/N in "
+                    "each)",
+                    [](const State& e) { return e.memory.pss_bytes; });
   }
 
   out.Family("mcp_exec_limits_backend_info",

@@ -12,28 +12,26 @@ namespace {
 constexpr auto kInUseCheck = std::chrono::seconds(1);
 
 // An environment's engine as EngineFor hands it out when the environment may release it: it
-// counts as a use of `usage` from its making (under the set's lock) to its end, and so does its
-// KeepAlive, which a session holds for its life.
+// counts as a use of `usage` (EnvironmentEngines::Usage) from its making (under the set's lock)
+// to its end, and so does its KeepAlive, which a session holds for its life.
+template <class Usage>
 class HeldEngine final : public engine::Engine,
-                         public std::enable_shared_from_this<HeldEngine> {
+                         public std::enable_shared_from_this<HeldEngine<Usage>> {
  public:
-  template <class Usage>
   HeldEngine(std::shared_ptr<engine::Engine> engine, std::shared_ptr<Usage> usage)
-      : engine_(std::move(engine)),
-        in_use_(std::shared_ptr<std::atomic<uint64_t>>(usage, &usage->in_use)),
-        last_end_(std::shared_ptr<std::atomic<std::chrono::steady_clock::rep>>(usage,
-                                                                                &usage->last_end)) {
-    in_use_->fetch_add(1, std::memory_order_acq_rel);
+      : engine_(std::move(engine)), usage_(std::move(usage)) {
+    usage_->in_use.fetch_add(1, std::memory_order_acq_rel);
   }
   // Lets go of the engine first, so that once the count says unused nothing but the set holds
   // it; then the last use's end, never moved back by a use that ended earlier.
   ~HeldEngine() override {
     engine_.reset();
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    auto last = last_end_->load(std::memory_order_relaxed);
-    while (last < now && !last_end_->compare_exchange_weak(last, now, std::memory_order_relaxed)) {
+    auto last = usage_->last_end.load(std::memory_order_relaxed);
+    while (last < now &&
+           !usage_->last_end.compare_exchange_weak(last, now, std::memory_order_relaxed)) {
     }
-    in_use_->fetch_sub(1, std::memory_order_acq_rel);
+    usage_->in_use.fetch_sub(1, std::memory_order_acq_rel);
   }
   HeldEngine(const HeldEngine&) = delete;
   HeldEngine& operator=(const HeldEngine&) = delete;
@@ -47,12 +45,11 @@ class HeldEngine final : public engine::Engine,
   const sandbox::LaunchPlan& Plan() const override { return engine_->Plan(); }
   engine::EngineState State() const override { return engine_->State(); }
   std::vector<pid_t> HeldInits() const override { return engine_->HeldInits(); }
-  std::shared_ptr<const void> KeepAlive() override { return shared_from_this(); }
+  std::shared_ptr<const void> KeepAlive() override { return this->shared_from_this(); }
 
  private:
   std::shared_ptr<engine::Engine> engine_;
-  const std::shared_ptr<std::atomic<uint64_t>> in_use_;
-  const std::shared_ptr<std::atomic<std::chrono::steady_clock::rep>> last_end_;
+  const std::shared_ptr<Usage> usage_;
 };
 
 }  // namespace
@@ -136,7 +133,7 @@ std::shared_ptr<engine::Engine> EnvironmentEngines::EngineFor(const std::string&
       // The default environment's engine, and any when none is ever released, is handed out
       // as it is.
       if (i == default_slot_ || idle_.count() == 0) return slot.started;
-      return std::make_shared<HeldEngine>(slot.started, slot.usage);
+      return std::make_shared<HeldEngine<Usage>>(slot.started, slot.usage);
     }
     if (!slot.starting && !stopping_) {
       slot.starting = true;

@@ -121,7 +121,7 @@ Result<std::vector<Package>> ParsePackages(const std::string& text) {
     Package package{text_of("name"), text_of("version")};
     if (package.name.empty() || package.version.empty()) {
       return InvalidMetadata("entry " + std::to_string(i) +
-                     " is not {\"name\": TEXT, \"version\": TEXT}");
+                             " is not {\"name\": TEXT, \"version\": TEXT}");
     }
     packages.push_back(std::move(package));
   }
@@ -134,7 +134,7 @@ Result<std::vector<std::string>> ParsePreload(const std::string& text) {
     auto parsed = config::ParseModuleList(line);
     if (!parsed.ok() || parsed->size() != 1) {
       return InvalidMetadata("line " + std::to_string(number) + ": \"" + line +
-                     "\" is not one module name (letters, digits, _ and dots)");
+                             "\" is not one module name (letters, digits, _ and dots)");
     }
     modules.push_back(parsed->front());
   }
@@ -171,8 +171,8 @@ Result<Environment> ReadEnvironment(const std::string& name, const std::string& 
                                                " (not an environment image, or built halfway)");
   }
   auto fail = [&](const char* file, const Error& error) {
-    return InvalidMetadata("its image's " + std::string(kEnvironmentMetadataDir) + "/" + file + " (in " +
-                   image + ") " + error.message);
+    return InvalidMetadata("its image's " + std::string(kEnvironmentMetadataDir) + "/" + file +
+                           " (in " + image + ") " + error.message);
   };
   MCPEXEC_ASSIGN_OR_RETURN(std::string name_text, ReadMetadata(dir, "name"));
   MCPEXEC_ASSIGN_OR_RETURN(std::string hash_text, ReadMetadata(dir, "hash"));
@@ -181,7 +181,8 @@ Result<Environment> ReadEnvironment(const std::string& name, const std::string& 
   MCPEXEC_ASSIGN_OR_RETURN(std::string env_text, ReadMetadata(dir, "env.txt"));
   // The image of "default" is whatever MCP_EXEC_ROOTFS names, so its own name is not checked.
   if (!is_default && OneLine(name_text) != name) {
-    return fail("name", InvalidMetadata("says \"" + OneLine(name_text) + "\", not \"" + name + "\""));
+    return fail("name",
+                InvalidMetadata("says \"" + OneLine(name_text) + "\", not \"" + name + "\""));
   }
   env.hash = OneLine(hash_text);
   if (env.hash.empty()) return fail("hash", InvalidMetadata("is not one line"));
@@ -189,9 +190,9 @@ Result<Environment> ReadEnvironment(const std::string& name, const std::string& 
   // it holds is not what its recipe made.
   if (const std::string named = HashInImageName(image, name);
       !named.empty() && !env.hash.starts_with(named)) {
-    return fail("hash", InvalidMetadata("is " + env.hash.substr(0, 16) + "…, but the image's tree is " +
-                                TreeName(image) +
-                                ": the image is corrupt or was replaced, rebuild it"));
+    return fail("hash", InvalidMetadata("is " + env.hash.substr(0, 16) +
+                                        "…, but the image's tree is " + TreeName(image) +
+                                        ": the image is corrupt or was replaced, rebuild it"));
   }
   auto packages = ParsePackages(packages_text);
   if (!packages.ok()) return fail("packages.json", packages.error());
