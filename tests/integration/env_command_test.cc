@@ -63,6 +63,16 @@ class EnvCommandTest : public SandboxTest {
     return runner_.RunCommand(argv, WithEnv(std::move(env)));
   }
 
+  // Whether this test's user may run the checkout's rootfs tool. A checkout in a directory only
+  // root may enter (a CI's `mktemp -d`) hides it from the unprivileged user, whom `env build`
+  // then tells which tool it cannot run, and whose `env list` names the images alone.
+  bool ToolReachable() const {
+    const std::string tool = std::string(MCPEXEC_ENGINE_TESTS_DIR) + "/../../tools/build-rootfs";
+    return runner_.RunCommand({"/bin/sh", "-c", "test -r \"$1\" && test -x \"$1\"", "sh", tool},
+                              WithEnv({}))
+               .exit_status == 0;
+  }
+
   static json ByName(const json& list, const std::string& name) {
     for (const json& e : list) {
       if (e.value("name", "") == name) return e;
@@ -100,11 +110,16 @@ TEST_P(EnvCommandTest, ListNamesEveryEnvironmentWithItsImageHashAndPackages) {
   EXPECT_EQ(y["built"], false) << y;
   EXPECT_THAT(y["problem"].get<std::string>(), HasSubstr("corrupt")) << y;
 
-  // A recipe the rootfs tool knows, with no image here.
+  // A recipe the rootfs tool knows, with no image here; without the tool, only the images.
   const json data = ByName(list, "data");
-  EXPECT_EQ(data["offered"], false) << r.out;
-  EXPECT_EQ(data["built"], false);
-  EXPECT_THAT(data["problem"].get<std::string>(), HasSubstr("is not built"));
+  if (ToolReachable()) {
+    ASSERT_TRUE(data.is_object()) << r.out;
+    EXPECT_EQ(data["offered"], false) << r.out;
+    EXPECT_EQ(data["built"], false);
+    EXPECT_THAT(data["problem"].get<std::string>(), HasSubstr("is not built"));
+  } else {
+    EXPECT_TRUE(data.is_null()) << r.out;
+  }
 
   const Outcome table = Env({"list"});
   ASSERT_EQ(table.exit_status, 0) << table.Describe();
@@ -145,8 +160,13 @@ TEST_P(EnvCommandTest, ShowListsThePackagesWithVersionsAndBadNamesAreRefused) {
 TEST_P(EnvCommandTest, BuildRunsTheRootfsToolWhichNamesAnUnknownRecipe) {
   const Outcome r = Env({"build", "nosuchrecipe"});
   EXPECT_EQ(r.exit_status, 1) << r.Describe();
-  EXPECT_THAT(r.err, HasSubstr("unknown environment 'nosuchrecipe'"));
-  EXPECT_THAT(r.err, HasSubstr("default"));
+  if (ToolReachable()) {
+    EXPECT_THAT(r.err, HasSubstr("unknown environment 'nosuchrecipe'"));
+    EXPECT_THAT(r.err, HasSubstr("default"));
+  } else {
+    EXPECT_THAT(r.err, HasSubstr("cannot run the rootfs tool"));
+    EXPECT_THAT(r.err, HasSubstr("tools/build-rootfs: Permission denied"));
+  }
 }
 
 TEST_P(EnvCommandTest, DoctorNamesTheEnvironmentsItWouldNotOffer) {
