@@ -13,6 +13,7 @@
 #include "exec/exec.h"
 #include "exec/exec_metrics.h"
 #include "exec/exec_tool.h"
+#include "exec/packages_config.h"
 #include "exec/session_tools.h"
 #include "http/client_address.h"
 #include "log/log.h"
@@ -152,6 +153,11 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Error("cannot prepare sandboxes", {{"error", ErrorText(environments.error())}});
     return 1;
   }
+  auto package_layers = exec::OpenPackageLayers(*config, *backend);
+  if (!package_layers.ok()) {
+    log::Error("cannot offer packages", {{"error", ErrorText(package_layers.error())}});
+    return 1;
+  }
   std::vector<exec::PassedOver> passed_over;
   auto started = (*environments)->StartDefault(&passed_over);
   for (const exec::PassedOver& p : passed_over) {
@@ -183,7 +189,8 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     sessions = std::make_shared<engine::SessionStore>(exec::SessionOptionsFor(*config));
   }
   std::vector<std::shared_ptr<mcp::Tool>> tools = {
-      std::make_shared<exec::ExecTool>(*config, *environments, exec_metrics, sessions)};
+      std::make_shared<exec::ExecTool>(*config, *environments, exec_metrics, sessions,
+                                       *package_layers)};
   if (sessions) {
     tools.push_back(std::make_shared<exec::SessionListTool>(sessions));
     tools.push_back(std::make_shared<exec::SessionCloseTool>(sessions));

@@ -86,6 +86,17 @@ struct Config {
   // session has used for this long releases it (its zygote and prepared sandboxes); 0: never.
   int environment_idle_s = 600;
 
+  // Packages on demand (docs/packages.md): the `packages` argument, off while neither source is
+  // set. MCP_EXEC_WHEELHOUSE: a directory of wheels they come from.
+  std::string wheelhouse;
+  // MCP_EXEC_PACKAGE_CACHE: where installed layers are kept; empty: PackageCacheDefault().
+  std::string package_cache;
+  // MCP_EXEC_PACKAGE_ALLOW: the project names that may be installed, comma-separated; empty: any.
+  std::string package_allow;
+  int max_packages = 32;  // MCP_EXEC_MAX_PACKAGES: requirements a call names, and a set's size
+  uint64_t package_max_bytes = 128ull << 20;  // MCP_EXEC_PACKAGE_MAX_BYTES: a layer, unpacked
+  int package_install_timeout_s = 120;        // MCP_EXEC_PACKAGE_INSTALL_TIMEOUT_S
+
   // The server (mcp-exec serve).
   Transport transport = Transport::kStdio;  // MCP_EXEC_TRANSPORT
   std::string addr = ":8080";               // MCP_EXEC_ADDR: listen address for http/sse

@@ -152,7 +152,34 @@ Result<void> ReadEnvironmentArg(const ArgumentSpec& self, const json& value, Exe
   return Ok();
 }
 
-const std::array<ArgumentSpec, 6> kArguments = {{
+// packages
+
+json PackagesSchema(const config::Config& c, const Offer&) {
+  json schema = {{"type", "array"}, {"items", {{"type", "string"}}}};
+  if (c.wheelhouse.empty()) {
+    schema["description"] = "Off on this server (the operator has set no package source)";
+  } else {
+    schema["maxItems"] = c.max_packages;
+    schema["description"] =
+        "Python packages to add to the environment for this run (or the session it opens): "
+        "requirements such as \"tabulate\" or \"python-dateutil==2.8.2\", no URLs. They come "
+        "from the operator's package source, wheels only, and are installed outside the sandbox; "
+        "the run still has no network. The first call for a set installs it (seconds), later "
+        "ones reuse it; the result's packages field lists what was added";
+  }
+  return schema;
+}
+
+Result<void> ReadPackages(const ArgumentSpec& self, const json& value, ExecArguments& out) {
+  if (!value.is_array()) return WrongType(self);
+  for (const json& item : value) {
+    if (!item.is_string()) return WrongType(self);
+    out.packages.push_back(item.get<std::string>());
+  }
+  return Ok();
+}
+
+const std::array<ArgumentSpec, 7> kArguments = {{
     {"code", true, "must be a string", CodeSchema, ReadCode, CheckCode, nullptr},
     {"timeout_s", false, "must be a whole number of seconds", TimeoutSchema, ReadTimeout, nullptr,
      TimeoutBound},
@@ -165,6 +192,9 @@ const std::array<ArgumentSpec, 6> kArguments = {{
     // configuration's.
     {"environment", false, "must be the name of an offered environment", EnvironmentSchema,
      ReadEnvironmentArg, nullptr, nullptr},
+    // Whether packages are on, and each requirement, are the tool's checks (ExecTool::Call).
+    {"packages", false, "must be an array of requirement strings, as [\"tabulate\"]",
+     PackagesSchema, ReadPackages, nullptr, nullptr},
 }};
 
 const ArgumentSpec* Find(std::string_view name) {

@@ -36,6 +36,7 @@ struct ExecArguments {
   ExecRequest request;
   SessionArgument session;
   std::string environment;  // "": the default environment (or a session's own)
+  std::vector<std::string> packages;  // requirements to add (docs/packages.md); unchecked
 };
 
 // One argument of `exec`.

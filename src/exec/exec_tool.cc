@@ -45,11 +45,13 @@ bool Cancelled(int fd) {
 
 ExecTool::ExecTool(config::Config config, std::shared_ptr<EnvironmentEngines> environments,
                    std::shared_ptr<ExecMetrics> metrics,
-                   std::shared_ptr<engine::SessionStore> sessions)
+                   std::shared_ptr<engine::SessionStore> sessions,
+                   std::shared_ptr<packages::PackageLayers> packages)
     : config_(std::move(config)),
       environments_(std::move(environments)),
       metrics_(std::move(metrics)),
-      sessions_(std::move(sessions)) {}
+      sessions_(std::move(sessions)),
+      packages_(std::move(packages)) {}
 
 void ExecTool::CallerGone(const std::string& caller) {
   if (sessions_) sessions_->CloseAll(caller);
@@ -178,7 +180,13 @@ json ExecTool::Definition() const {
           {"expires_at", {{"type", "string"}, {"format", "date-time"}}},
           {"result", {{"type", {"string", "null"}}}},
           {"session_ended", string},
-          {"environment", string}}},
+          {"environment", string},
+          {"packages",
+           {{"type", "array"},
+            {"items",
+             {{"type", "object"},
+              {"properties", {{"name", string}, {"version", string}, {"sha256", string}}},
+              {"required", {"name", "version", "sha256"}}}}}}}},
         {"required",
          {"stdout", "stderr", "exit_code", "duration_ms", "truncated", "timed_out"}}}},
       {"annotations",
@@ -226,6 +234,38 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
     record(CallOutcome::kCancelled, std::nullopt);
     return mcp::ToolError("cancelled before it started");
   }
+  json fields = {{"environment", environment}};
+  std::optional<packages::LayerRun> layer;
+  // The run's progress notifications follow the installer's, whose values they must exceed.
+  double progress_base = 0;
+  if (!args->packages.empty()) {
+    if (session.present && !session.open) {
+      record(CallOutcome::kInvalid, std::nullopt);
+      return mcp::ToolError(
+          "invalid arguments: packages are chosen when a session opens (session: \"new\"), and "
+          "a session keeps them for its life: call this one without packages, or open a new "
+          "session with the packages it needs");
+    }
+    auto prepared = PreparePackages(environment, args->packages, context);
+    if (!prepared.ok()) {
+      const bool callers = prepared.error().code == ErrorCode::kInvalidArgument;
+      record(callers ? CallOutcome::kInvalid : CallOutcome::kSetupError,
+             std::chrono::steady_clock::now() - started);
+      meta["error"] = prepared.error().message;
+      log::Info("packages refused", meta);
+      return mcp::ToolError(ErrorText(prepared.error()));
+    }
+    layer = std::move(*prepared);
+    progress_base = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    json list = json::array();
+    for (const packages::Installed& p : layer->packages) {
+      list.push_back({{"name", p.name}, {"version", p.version}, {"sha256", p.sha256}});
+    }
+    fields["packages"] = list;
+    meta.update({{"packages", list},
+                 {"packages_installed", layer->installed_now},
+                 {"packages_ms", static_cast<long long>(progress_base * 1000)}});
+  }
 
   sandbox::RunHooks hooks;
   hooks.cancel_fd = context.cancel_fd;
@@ -238,9 +278,12 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
     hooks.on_output = [&live](sandbox::Stream stream, std::string_view bytes) {
       live.Add(stream, bytes);
     };
-    hooks.on_progress = [&live, &context](std::chrono::milliseconds elapsed, size_t output_bytes) {
+    hooks.on_progress = [&live, &context, &progress_base](std::chrono::milliseconds elapsed,
+                                                          size_t output_bytes) {
       const LiveUpdate update = live.Take(elapsed, output_bytes);
-      if (context.report_progress) context.report_progress(update.progress, update.message);
+      if (context.report_progress) {
+        context.report_progress(progress_base + update.progress, update.message);
+      }
       if (!context.log) return;
       for (const LiveUpdate::StreamText& out : update.streams) {
         context.log(mcp::LogLevel::kInfo,
@@ -250,9 +293,11 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   }
   if (session.present) {
     return CallInSession(session.open ? "" : session.handle, requested, *request, hooks, context,
-                         started, meta);
+                         started, meta, layer ? &*layer : nullptr, fields);
   }
-  auto result = Execute(*environments_->EngineFor(environment), config_, *request, hooks);
+  const std::shared_ptr<engine::Engine> engine =
+      layer && layer->engine ? layer->engine : environments_->EngineFor(environment);
+  auto result = Execute(*engine, config_, *request, hooks);
   const auto duration = std::chrono::steady_clock::now() - started;
   if (!result.ok()) {
     record(CallOutcome::kSetupError, duration);
@@ -275,13 +320,52 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
   if (result->signal) meta["signal"] = sandbox::SignalName(*result->signal);
   log::Info("exec", meta);
   if (cancelled) return mcp::ToolError("cancelled");
-  return ToolResult(config_, *result, {{"environment", environment}});
+  return ToolResult(config_, *result, fields);
+}
+
+Result<packages::LayerRun> ExecTool::PreparePackages(const std::string& environment,
+                                                     const std::vector<std::string>& requested,
+                                                     const mcp::ToolCallContext& context) {
+  if (!packages_) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "invalid arguments: packages are off on this server: its operator turns "
+                     "them on by naming a directory of wheels in MCP_EXEC_WHEELHOUSE "
+                     "(docs/packages.md)");
+  }
+  auto requirements = packages_->Check(requested);
+  if (!requirements.ok()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "invalid arguments: " + requirements.error().message);
+  }
+  const Environment* env = environments_->Offered().Find(environment);
+  if (env == nullptr) {
+    return MakeError(ErrorCode::kInternal, "no environment \"" + environment + "\" offered");
+  }
+  packages::InstallerHooks hooks;
+  hooks.cancel_fd = context.cancel_fd;
+  if (context.report_progress) {
+    hooks.on_progress = [&context](std::chrono::milliseconds elapsed) {
+      context.report_progress(static_cast<double>(elapsed.count()) / 1000.0,
+                              "installing packages");
+    };
+  }
+  // An image without a recipe hash (a default built before images had metadata) is known by
+  // its path.
+  const std::string identity = env->hash.empty() ? "image " + env->image : env->hash;
+  auto layer = packages_->Prepare(SpecForEnvironment(config_, *env), identity, *requirements,
+                                  hooks);
+  if (!layer.ok() && layer.error().code == ErrorCode::kInvalidArgument) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cannot install the packages: " + layer.error().message);
+  }
+  return layer;
 }
 
 json ExecTool::CallInSession(const std::string& handle, const std::string& requested,
                              const ValidRequest& request,
                              const sandbox::RunHooks& hooks, const mcp::ToolCallContext& context,
-                             std::chrono::steady_clock::time_point started, json meta) {
+                             std::chrono::steady_clock::time_point started, json meta,
+                             const packages::LayerRun* layer, const json& call_fields) {
   auto refuse = [&](CallOutcome outcome, const Error& error) {
     if (metrics_) metrics_->Record(outcome, std::chrono::steady_clock::now() - started, 0);
     meta["error"] = error.message;
@@ -305,8 +389,9 @@ json ExecTool::CallInSession(const std::string& handle, const std::string& reque
     meta["environment"] = environment;
   }
   if (name.empty()) {
-    auto opened =
-        sessions_->Open(context.caller, *environments_->EngineFor(environment), environment);
+    const std::shared_ptr<engine::Engine> engine =
+        layer && layer->engine ? layer->engine : environments_->EngineFor(environment);
+    auto opened = sessions_->Open(context.caller, *engine, environment);
     if (!opened.ok()) {
       return refuse(opened.error().code == ErrorCode::kResourceExhausted ? CallOutcome::kInvalid
                                                                          : CallOutcome::kSetupError,
@@ -340,10 +425,11 @@ json ExecTool::CallInSession(const std::string& handle, const std::string& reque
   if (call->ended) meta["session_ended"] = *call->ended;
   log::Info("exec", meta);
   if (cancelled) return mcp::ToolError("cancelled");
-  json fields = {{"environment", environment},
+  json fields = call_fields;
+  fields.update({{"environment", environment},
                  {"session", name},
                  {"expires_at", log::IsoTime(call->session.expires_at)},
-                 {"result", call->result.value ? json(RepairUtf8(*call->result.value)) : json()}};
+                 {"result", call->result.value ? json(RepairUtf8(*call->result.value)) : json()}});
   if (call->ended) fields["session_ended"] = *call->ended;
   return ToolResult(config_, run, fields);
 }

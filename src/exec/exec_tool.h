@@ -15,6 +15,7 @@
 #include "exec/exec_metrics.h"
 #include "limits/limits.h"
 #include "mcp/tool.h"
+#include "packages/layers.h"
 
 namespace mcpexec::exec {
 
@@ -23,10 +24,12 @@ class ExecTool : public mcp::Tool {
   // `environments` gives every call its sandbox, from the engine of the environment it names (or
   // the default one); every call is counted in `metrics` when it is set. `sessions` holds the
   // sessions of the `session` argument; without it the argument is refused
-  // (MCP_EXEC_MAX_SESSIONS=0).
+  // (MCP_EXEC_MAX_SESSIONS=0). `packages` installs the `packages` argument's layers; without
+  // it the argument is refused (no MCP_EXEC_WHEELHOUSE).
   ExecTool(config::Config config, std::shared_ptr<EnvironmentEngines> environments,
            std::shared_ptr<ExecMetrics> metrics = nullptr,
-           std::shared_ptr<engine::SessionStore> sessions = nullptr);
+           std::shared_ptr<engine::SessionStore> sessions = nullptr,
+           std::shared_ptr<packages::PackageLayers> packages = nullptr);
 
   std::string Name() const override { return "exec"; }
   nlohmann::json Definition() const override;
@@ -50,12 +53,19 @@ class ExecTool : public mcp::Tool {
                                const ValidRequest& request,
                                const sandbox::RunHooks& hooks,
                                const mcp::ToolCallContext& context,
-                               std::chrono::steady_clock::time_point started, nlohmann::json meta);
+                               std::chrono::steady_clock::time_point started, nlohmann::json meta,
+                               const packages::LayerRun* layer, const nlohmann::json& fields);
+  // The layer of the call's `packages` in `environment`: from the cache, or installed now with
+  // progress notifications (the installer's seconds, which the run's progress then follows).
+  Result<packages::LayerRun> PreparePackages(const std::string& environment,
+                                             const std::vector<std::string>& requested,
+                                             const mcp::ToolCallContext& context);
 
   const config::Config config_;
   const std::shared_ptr<EnvironmentEngines> environments_;
   const std::shared_ptr<ExecMetrics> metrics_;
   const std::shared_ptr<engine::SessionStore> sessions_;
+  const std::shared_ptr<packages::PackageLayers> packages_;
 };
 
 }  // namespace mcpexec::exec

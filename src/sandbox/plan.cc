@@ -263,6 +263,16 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
     ops.push_back(Mount("", clean, "", kRoRemount | MS_NOSUID | MS_NODEV | rootfs_locked, "",
                         "make the zygote runs' rootfs read-only, nosuid, nodev"));
   }
+  for (const SandboxSpec::ReadOnlyBind& bind : spec.read_only_binds) {
+    struct statvfs source;
+    if (statvfs(bind.source.c_str(), &source) != 0) {
+      return Errno(ErrorCode::kNotFound, "statvfs(" + bind.source + ")");
+    }
+    const std::string target = root + bind.target;
+    ops.push_back(Mount(bind.source, target, "", MS_BIND, "", "bind " + bind.target));
+    ops.push_back(Mount("", target, "", kRoRemount | MS_NOSUID | MS_NODEV | LockedFlags(source),
+                        "", "make " + bind.target + " read-only, nosuid, nodev"));
+  }
   ops.push_back(ProcMount(root + "/proc"));
   // A zygote's runs mount their own /proc from a nested user namespace, which the kernel allows
   // only where a /proc is fully visible: the zygote's has no masks, and runs no program.
@@ -474,6 +484,27 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
   for (const std::string& var : spec.extra_env) {
     if (std::string problem = ExtraEnvProblem(var); !problem.empty()) {
       return MakeError(ErrorCode::kInvalidArgument, problem);
+    }
+  }
+  if (spec.zygote && !spec.read_only_binds.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "a zygote plan cannot bind directories into its runs");
+  }
+  for (const SandboxSpec::ReadOnlyBind& bind : spec.read_only_binds) {
+    if (bind.source.empty() || bind.source[0] != '/' || !IsDir(bind.source)) {
+      return MakeError(ErrorCode::kNotFound, "no directory " + bind.source + " to bind into the "
+                                             "sandbox at " + bind.target);
+    }
+    // No link on the way: the bind is made before pivot_root, where a link would lead out of
+    // the rootfs.
+    char* real = realpath((root + bind.target).c_str(), nullptr);
+    const bool same = real != nullptr && root + bind.target == real;
+    free(real);
+    if (bind.target.empty() || bind.target[0] != '/' || !same || !IsDir(root + bind.target)) {
+      return MakeError(ErrorCode::kNotFound,
+                       "the rootfs " + root + " has no directory " + bind.target +
+                           " (images built before packages on demand lack it): rebuild the "
+                           "image (mcp-exec env build NAME, or tools/build-rootfs)");
     }
   }
   struct statvfs st;

@@ -66,6 +66,16 @@ struct SandboxSpec {
   // each. Compile refuses a key the sandbox sets itself (PATH, HOME, LANG, MPLBACKEND, PYTHON*,
   // MCP_EXEC_*), a malformed one, and NUL or a line break anywhere.
   std::vector<std::string> extra_env;
+
+  // Host directories bound read-only, nosuid and nodev onto empty directories of the rootfs,
+  // before /proc and the workspace: a run's package layer, the package installer's pip and
+  // wheelhouse (docs/packages.md). Cold and pool sandboxes only: a zygote's runs are built on
+  // the zygote's own view of the rootfs, so Compile refuses binds in a zygote plan.
+  struct ReadOnlyBind {
+    std::string source;  // absolute host path of a directory
+    std::string target;  // absolute path inside the sandbox of a directory the rootfs has
+  };
+  std::vector<ReadOnlyBind> read_only_binds;
 };
 
 inline constexpr const char* kSeccompUnconfined = "unconfined";

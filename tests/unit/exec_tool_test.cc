@@ -121,7 +121,7 @@ TEST_F(ExecToolTest, InvalidFilesAreToolErrorsNamingTheEntry) {
   EXPECT_THAT(ErrorFor(with(full)), HasSubstr("MCP_EXEC_WORKSPACE_BYTES"));
   EXPECT_THAT(ErrorFor({{"code", "pass"}, {"file", json::array()}}),
               HasSubstr("unknown argument 'file' (exec takes code, timeout_s, stdin, files, session, "
-                        "environment)"));
+                        "environment, packages)"));
 }
 
 // A description of two environments: the default one's and the data image's packages, with

@@ -1,0 +1,51 @@
+#include "exec/packages_config.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace mcpexec::exec {
+
+std::string PackageCacheDefault() {
+  if (geteuid() == 0) return "/var/cache/mcp-exec/packages";
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/mcp-exec/packages";
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr && home[0] == '/' ? home : "/tmp") +
+         "/.cache/mcp-exec/packages";
+}
+
+Result<packages::StoreOptions> PackageStoreOptionsFor(const config::Config& config) {
+  packages::StoreOptions options;
+  options.installer.wheelhouse = config.wheelhouse;
+  options.installer.max_packages = static_cast<size_t>(config.max_packages);
+  options.installer.max_bytes = config.package_max_bytes;
+  options.installer.timeout = std::chrono::seconds(config.package_install_timeout_s);
+  options.cache_dir = config.package_cache.empty() ? PackageCacheDefault() : config.package_cache;
+  std::string list = config.package_allow;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    std::string entry = list.substr(at, comma - at);
+    entry.erase(0, entry.find_first_not_of(" \t"));
+    entry.erase(entry.find_last_not_of(" \t") + 1);
+    at = comma + 1;
+    if (entry.empty()) continue;
+    auto requirement = packages::ParseRequirement(entry);
+    if (!requirement.ok() || requirement->name.size() != requirement->key.size()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MCP_EXEC_PACKAGE_ALLOW: \"" + entry + "\" is not a project name");
+    }
+    options.allow.push_back(requirement->name);
+  }
+  return options;
+}
+
+Result<std::shared_ptr<packages::PackageLayers>> OpenPackageLayers(
+    const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend) {
+  if (config.wheelhouse.empty()) return std::shared_ptr<packages::PackageLayers>();
+  MCPEXEC_ASSIGN_OR_RETURN(packages::StoreOptions options, PackageStoreOptionsFor(config));
+  return packages::PackageLayers::Open(std::move(options), std::move(backend));
+}
+
+}  // namespace mcpexec::exec

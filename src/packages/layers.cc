@@ -1,0 +1,317 @@
+#include "packages/layers.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "base/random.h"
+#include "base/unique_fd.h"
+#include "base/sys.h"
+#include "packages/digest.h"
+#include "packages/layer_tree.h"
+#include "sandbox/plan.h"
+
+namespace mcpexec::packages {
+namespace {
+
+using nlohmann::json;
+
+// Bumped when what a layer holds, or how it is laid out, changes: old layers are then never
+// found again.
+constexpr const char* kLayerFormat = "mcp-exec layer 1";
+constexpr const char* kManifest = "layer.json";
+// More engines than this are dropped (a run holds its own): each is a compiled plan.
+constexpr size_t kMaxEngines = 256;
+
+Result<void> MakeDir(const std::string& path) {
+  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Errno(ErrorCode::kUnavailable, "mkdir " + path);
+  }
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return MakeError(ErrorCode::kUnavailable, path + " is not a directory");
+  }
+  return Ok();
+}
+
+// What the wheelhouse holds now: each entry's name, size, change and modification times. A
+// wheel added, replaced or removed makes a new state, and a request resolved before is resolved
+// again.
+Result<std::string> WheelhouseState(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return Errno(ErrorCode::kUnavailable, "open the wheelhouse " + dir);
+  std::vector<std::string> entries;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    entries.push_back(name + "\t" + std::to_string(st.st_size) + "\t" +
+                      std::to_string(st.st_mtim.tv_sec) + "." +
+                      std::to_string(st.st_mtim.tv_nsec) + "\t" +
+                      std::to_string(st.st_ctim.tv_sec) + "." +
+                      std::to_string(st.st_ctim.tv_nsec) + "\t" + std::to_string(st.st_ino));
+  }
+  closedir(d);
+  std::sort(entries.begin(), entries.end());
+  std::string all;
+  for (const std::string& e : entries) all += e + "\n";
+  return Sha256Hex(all);
+}
+
+json ManifestOf(const std::vector<Installed>& packages, const std::string& identity) {
+  json list = json::array();
+  for (const Installed& p : packages) {
+    list.push_back({{"name", p.name}, {"version", p.version}, {"file", p.file},
+                    {"sha256", p.sha256}});
+  }
+  return {{"format", kLayerFormat}, {"environment", identity}, {"packages", std::move(list)}};
+}
+
+Result<std::vector<Installed>> ReadManifest(const std::string& path) {
+  MCPEXEC_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  const json manifest = json::parse(text, nullptr, false);
+  if (!manifest.is_object() || manifest.value("format", "") != kLayerFormat ||
+      !manifest.contains("packages") || !manifest["packages"].is_array()) {
+    return MakeError(ErrorCode::kNotFound, path + " is not a layer manifest");
+  }
+  std::vector<Installed> packages;
+  for (const json& p : manifest["packages"]) {
+    if (!p.is_object()) return MakeError(ErrorCode::kNotFound, path + " is malformed");
+    packages.push_back({p.value("name", ""), p.value("version", ""), p.value("file", ""),
+                        p.value("sha256", "")});
+  }
+  return packages;
+}
+
+// Removes staging directories of servers that are gone (named PID-RANDOM).
+void RemoveAbandoned(const std::string& staging) {
+  DIR* d = opendir(staging.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> gone;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    const size_t dash = name.find('-');
+    if (dash == std::string::npos || dash == 0) continue;
+    const pid_t pid = static_cast<pid_t>(std::atol(name.substr(0, dash).c_str()));
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH) || pid == getpid()) {
+      gone.push_back(staging + "/" + name);
+    }
+  }
+  closedir(d);
+  for (const std::string& path : gone) (void)RemoveTree(path);
+}
+
+// Owns a staging directory until it is renamed into the cache.
+class Staging {
+ public:
+  explicit Staging(std::string path) : path_(std::move(path)) {}
+  ~Staging() {
+    if (!path_.empty()) (void)RemoveTree(path_);
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  const std::string& Path() const { return path_; }
+  void Release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<PackageLayers>> PackageLayers::Open(
+    StoreOptions options, std::shared_ptr<limits::LimitsBackend> backend) {
+  if (options.cache_dir.empty() || options.cache_dir[0] != '/') {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MCP_EXEC_PACKAGE_CACHE must be an absolute path, not \"" +
+                         options.cache_dir + "\"");
+  }
+  struct stat st;
+  if (stat(options.installer.wheelhouse.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return MakeError(ErrorCode::kNotFound,
+                     "MCP_EXEC_WHEELHOUSE " + options.installer.wheelhouse +
+                         " is not a directory: create it and put wheels (.whl) in it");
+  }
+  if (stat((options.installer.pip_dir + "/__init__.py").c_str(), &st) != 0) {
+    return MakeError(ErrorCode::kNotFound,
+                     "packages on demand need pip, which resolves and installs them in the "
+                     "installer sandbox, at " + options.installer.pip_dir +
+                         ": install it (apt install python3-pip)");
+  }
+  // Parents as `mkdir -p`; the cache itself is 0755, so that a root server's sandboxes (mapped
+  // to MCP_EXEC_HOST_UID) can reach the layers they bind.
+  for (size_t at = options.cache_dir.find('/', 1); at != std::string::npos;
+       at = options.cache_dir.find('/', at + 1)) {
+    MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir.substr(0, at)));
+  }
+  MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir));
+  MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/layers"));
+  MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/staging"));
+  RemoveAbandoned(options.cache_dir + "/staging");
+  return std::shared_ptr<PackageLayers>(new PackageLayers(std::move(options), std::move(backend)));
+}
+
+Result<std::vector<Requirement>> PackageLayers::Check(const std::vector<std::string>& texts) const {
+  if (texts.size() > options_.installer.max_packages) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "packages: " + std::to_string(texts.size()) +
+                         " requirements, at most " +
+                         std::to_string(options_.installer.max_packages) +
+                         " (MCP_EXEC_MAX_PACKAGES)");
+  }
+  std::vector<Requirement> out;
+  std::set<std::string> names;
+  for (const std::string& text : texts) {
+    MCPEXEC_ASSIGN_OR_RETURN(Requirement r, ParseRequirement(text));
+    if (!options_.allow.empty() &&
+        std::find(options_.allow.begin(), options_.allow.end(), r.name) == options_.allow.end()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "packages: \"" + r.name + "\" is not on this server's allow-list "
+                       "(MCP_EXEC_PACKAGE_ALLOW)");
+    }
+    if (!names.insert(r.name).second) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "packages: \"" + r.name + "\" is named twice: give it once, with every "
+                       "version condition in one requirement (\"name>=1,<2\")");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string PackageLayers::LayerDir(const std::string& key) const {
+  return options_.cache_dir + "/layers/" + key;
+}
+
+Result<LayerRun> PackageLayers::Cached(const sandbox::SandboxSpec& base,
+                                       const std::string& identity, const std::string& key) {
+  LayerRun run;
+  if (key.empty()) return run;
+  run.key = key;
+  MCPEXEC_ASSIGN_OR_RETURN(run.packages, ReadManifest(LayerDir(key) + "/" + kManifest));
+  const std::string engine_key = identity + "/" + key;
+  std::lock_guard lock(mutex_);
+  if (auto it = engines_.find(engine_key); it != engines_.end()) {
+    run.engine = it->second;
+    return run;
+  }
+  sandbox::SandboxSpec spec = base;
+  spec.warm = false;
+  spec.zygote = false;
+  spec.read_only_binds = {{LayerDir(key) + "/site", kLayerMount}};
+  MCPEXEC_ASSIGN_OR_RETURN(auto plan, sandbox::Compile(spec, backend_));
+  if (engines_.size() >= kMaxEngines) engines_.clear();
+  run.engine = engines_[engine_key] = engine::MakeColdEngine(std::move(plan));
+  return run;
+}
+
+Result<std::string> PackageLayers::InstallNew(const sandbox::SandboxSpec& base,
+                                              const std::string& identity,
+                                              const std::vector<Requirement>& requirements,
+                                              const InstallerHooks& hooks) {
+  MCPEXEC_ASSIGN_OR_RETURN(std::string suffix, RandomHex(8));
+  Staging staging(options_.cache_dir + "/staging/" + std::to_string(getpid()) + "-" + suffix);
+  if (mkdir(staging.Path().c_str(), 0755) != 0) {
+    return Errno(ErrorCode::kUnavailable, "mkdir " + staging.Path());
+  }
+  MCPEXEC_ASSIGN_OR_RETURN(
+      Installation installation,
+      Install(base, backend_, options_.installer, requirements, staging.Path(), hooks));
+  if (installation.packages.empty()) return std::string();
+  if (!options_.allow.empty()) {
+    for (const Installed& p : installation.packages) {
+      const std::string name = NormalizeName(p.name);
+      if (std::find(options_.allow.begin(), options_.allow.end(), name) == options_.allow.end()) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "packages: they need \"" + name + "\" " + p.version +
+                             ", which is not on this server's allow-list "
+                             "(MCP_EXEC_PACKAGE_ALLOW)");
+      }
+    }
+  }
+  std::string set = std::string(kLayerFormat) + "\n" + identity + "\n";
+  for (const Installed& p : installation.packages) {
+    set += NormalizeName(p.name) + " " + p.version + " " + p.sha256 + "\n";
+  }
+  const std::string key = Sha256Hex(set);
+  const std::string manifest = staging.Path() + "/" + kManifest;
+  UniqueFd fd(open(manifest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+  if (!fd.Valid()) return Errno(ErrorCode::kUnavailable, "create " + manifest);
+  MCPEXEC_RETURN_IF_ERROR(
+      WriteAll(fd.Get(), ManifestOf(installation.packages, identity).dump(1) + "\n"));
+  // Renamed while still writable (moving a directory rewrites its ".."), then made read-only.
+  if (rename(staging.Path().c_str(), LayerDir(key).c_str()) != 0) {
+    // Another server, or an earlier request naming the same set differently, made it first.
+    if (errno != EEXIST && errno != ENOTEMPTY) {
+      return Errno(ErrorCode::kUnavailable, "rename a layer into " + LayerDir(key));
+    }
+    return key;
+  }
+  staging.Release();
+  if (chmod(LayerDir(key).c_str(), 0555) != 0) {
+    return Errno(ErrorCode::kUnavailable, "chmod " + LayerDir(key));
+  }
+  return key;
+}
+
+Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
+                                        const std::string& identity,
+                                        const std::vector<Requirement>& requirements,
+                                        const InstallerHooks& hooks) {
+  MCPEXEC_ASSIGN_OR_RETURN(std::string wheelhouse, WheelhouseState(options_.installer.wheelhouse));
+  std::vector<std::string> keys;
+  for (const Requirement& r : requirements) keys.push_back(r.key);
+  std::sort(keys.begin(), keys.end());
+  std::string request = std::string(kLayerFormat) + "\n" + identity + "\n" + wheelhouse + "\n";
+  for (const std::string& k : keys) request += k + "\n";
+  const std::string request_key = Sha256Hex(request);
+
+  std::shared_ptr<Flight> flight;
+  {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (auto known = resolved_.find(request_key); known != resolved_.end()) {
+        const std::string key = known->second;
+        lock.unlock();
+        auto cached = Cached(base, identity, key);
+        if (cached.ok() || cached.error().code != ErrorCode::kNotFound) return cached;
+        lock.lock();  // removed from the cache since: install it again
+        resolved_.erase(request_key);
+        continue;
+      }
+      auto it = installing_.find(request_key);
+      if (it == installing_.end()) break;
+      std::shared_ptr<Flight> theirs = it->second;
+      done_.wait(lock, [&theirs] { return theirs->done; });
+      // Its caller cancelled it, or the cache could not be written: this call tries itself.
+      if (theirs->error && theirs->error->code != ErrorCode::kUnavailable) return *theirs->error;
+    }
+    flight = installing_[request_key] = std::make_shared<Flight>();
+  }
+  Result<std::string> key = InstallNew(base, identity, requirements, hooks);
+  {
+    std::lock_guard lock(mutex_);
+    flight->done = true;
+    if (key.ok()) {
+      resolved_[request_key] = *key;
+    } else {
+      flight->error = key.error();
+    }
+    installing_.erase(request_key);
+  }
+  done_.notify_all();
+  if (!key.ok()) return key.error();
+  MCPEXEC_ASSIGN_OR_RETURN(LayerRun run, Cached(base, identity, *key));
+  run.installed_now = true;
+  return run;
+}
+
+}  // namespace mcpexec::packages

@@ -1,0 +1,90 @@
+// Package layers (docs/packages.md): the read-only, content-addressed directories that hold what
+// a call's `packages` add to its environment, cached on disk under MCP_EXEC_PACKAGE_CACHE, and
+// the engines whose sandboxes mount one. A set is installed once however many calls ask for it
+// at the same time; a set already installed costs a directory listing and a map look-up.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/engine.h"
+#include "limits/limits.h"
+#include "packages/installer.h"
+#include "packages/requirements.h"
+#include "sandbox/spec.h"
+
+namespace mcpexec::packages {
+
+struct StoreOptions {
+  InstallerOptions installer;
+  std::string cache_dir;
+  std::vector<std::string> allow;  // normalised project names; empty: any
+};
+
+// What a run with packages gets.
+struct LayerRun {
+  // The engine whose sandboxes mount the layer (cold); null when the environment already has
+  // every requirement, and the run takes the environment's own engine.
+  std::shared_ptr<engine::Engine> engine;
+  std::vector<Installed> packages;  // what the layer holds, by name
+  std::string key;                  // the layer's name in the cache; "" without a layer
+  bool installed_now = false;       // this call installed it
+};
+
+class PackageLayers {
+ public:
+  // Makes the cache's directories (layers/, staging/) and removes what a server that ended
+  // mid-install left in staging/.
+  static Result<std::shared_ptr<PackageLayers>> Open(
+      StoreOptions options, std::shared_ptr<limits::LimitsBackend> backend);
+
+  const StoreOptions& Options() const { return options_; }
+
+  // The `packages` argument's strings as requirements: each valid, at most
+  // MCP_EXEC_MAX_PACKAGES, each name on MCP_EXEC_PACKAGE_ALLOW when it is set. kInvalidArgument.
+  Result<std::vector<Requirement>> Check(const std::vector<std::string>& texts) const;
+
+  // The layer of `requirements` over the environment whose cold sandbox is `base`; `identity`
+  // names that environment's image (its recipe's hash), so that layers of two images never
+  // mix. Installs it when the cache does not have it. Thread-safe.
+  Result<LayerRun> Prepare(const sandbox::SandboxSpec& base, const std::string& identity,
+                           const std::vector<Requirement>& requirements,
+                           const InstallerHooks& hooks);
+
+ private:
+  PackageLayers(StoreOptions options, std::shared_ptr<limits::LimitsBackend> backend)
+      : options_(std::move(options)), backend_(std::move(backend)) {}
+  // Installs the set (the thread that claimed its request); the layer's key, "" for none.
+  Result<std::string> InstallNew(const sandbox::SandboxSpec& base, const std::string& identity,
+                                 const std::vector<Requirement>& requirements,
+                                 const InstallerHooks& hooks);
+  // The layer `key` as it is on disk now (its manifest), with its engine; kNotFound when gone.
+  Result<LayerRun> Cached(const sandbox::SandboxSpec& base, const std::string& identity,
+                          const std::string& key);
+  std::string LayerDir(const std::string& key) const;
+
+  const StoreOptions options_;
+  const std::shared_ptr<limits::LimitsBackend> backend_;
+
+  std::mutex mutex_;
+  std::condition_variable done_;
+  // A request's key (environment, wheelhouse state, requirements) -> its layer's key ("" when it
+  // needs none): a set asked for again skips pip.
+  std::map<std::string, std::string> resolved_;
+  // A request being installed now, which later calls for it wait for.
+  struct Flight {
+    bool done = false;
+    std::optional<Error> error;
+  };
+  std::map<std::string, std::shared_ptr<Flight>> installing_;
+  // Per environment and layer: the cold engine that mounts it.
+  std::map<std::string, std::shared_ptr<engine::Engine>> engines_;
+};
+
+}  // namespace mcpexec::packages

@@ -1,0 +1,179 @@
+// Packages on demand, the parts that need no sandbox: the `packages` argument's requirements,
+// the allow-list setting, the layer's files as the supervisor writes them from the installer's
+// workspace, and the digest that names layers.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "base/unique_fd.h"
+#include "config/config.h"
+#include "exec/packages_config.h"
+#include "packages/digest.h"
+#include "packages/layer_tree.h"
+#include "packages/requirements.h"
+
+namespace mcpexec::packages {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ErrorOf(std::string_view text) {
+  auto r = ParseRequirement(text);
+  return r.ok() ? "" : r.error().message;
+}
+
+TEST(Requirements, NamesAreNormalisedAsPep503Says) {
+  EXPECT_EQ(NormalizeName("Python_DateUtil"), "python-dateutil");
+  EXPECT_EQ(NormalizeName("MCPX_Odd.Name"), "mcpx-odd-name");
+  EXPECT_EQ(NormalizeName("a-_.b"), "a-b");
+}
+
+TEST(Requirements, NameVersionsExtrasAndMarkersAreAccepted) {
+  for (const char* ok : {"tabulate", "python-dateutil==2.8.2", "pkg>=1,<2", "pkg ( >=1 , <2 )",
+                         "pkg[extra1,extra2]~=3.1", "pkg===1.0", "pkg!=1.*",
+                         "pkg; python_version >= '3.8'", "  pkg  "}) {
+    auto r = ParseRequirement(ok);
+    ASSERT_TRUE(r.ok()) << ok << ": " << r.error().message;
+  }
+  auto r = ParseRequirement("  Python_DateUtil >= 2.8 ");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->name, "python-dateutil");
+  EXPECT_EQ(r->text, "Python_DateUtil >= 2.8");
+  EXPECT_EQ(r->key, "python-dateutil>=2.8");
+  EXPECT_EQ(ParseRequirement("python-dateutil>=2.8")->key, r->key);
+}
+
+TEST(Requirements, UrlsPathsOptionsAndMalformedOnesAreRefusedWithTheReason) {
+  EXPECT_THAT(ErrorOf("foo @ https://example.com/foo.whl"), HasSubstr("URL"));
+  EXPECT_THAT(ErrorOf("git+https://example.com/foo"), HasSubstr("URL"));
+  EXPECT_THAT(ErrorOf("foo@file:///x"), HasSubstr("URL"));
+  EXPECT_THAT(ErrorOf("-e ."), HasSubstr("editable"));
+  EXPECT_THAT(ErrorOf("--index-url=http://x"), HasSubstr("option"));
+  EXPECT_THAT(ErrorOf("./foo"), HasSubstr("no paths"));
+  EXPECT_THAT(ErrorOf("/etc/passwd"), HasSubstr("no paths"));
+  EXPECT_THAT(ErrorOf("foo.whl"), HasSubstr("archive"));
+  EXPECT_THAT(ErrorOf("foo-1.0.tar.gz"), HasSubstr("archive"));
+  EXPECT_THAT(ErrorOf(""), HasSubstr("empty"));
+  EXPECT_THAT(ErrorOf("foo==="), HasSubstr("specifier"));
+  EXPECT_THAT(ErrorOf("foo=="), HasSubstr("specifier"));
+  EXPECT_THAT(ErrorOf("foo 1.0"), HasSubstr("specifier"));
+  EXPECT_THAT(ErrorOf("foo;"), HasSubstr("marker"));
+  EXPECT_THAT(ErrorOf("foo[bar"), HasSubstr("'['"));
+  EXPECT_THAT(ErrorOf("foo\nbar"), HasSubstr("control character"));
+  EXPECT_THAT(ErrorOf(std::string(300, 'a')), HasSubstr("longer than 256"));
+  EXPECT_THAT(ErrorOf("-foo"), HasSubstr("option"));
+  EXPECT_THAT(ErrorOf("foo; os.system('x') $"), HasSubstr("marker"));
+  for (const char* bad : {"foo @ https://x/y.whl", "-e .", "foo==="}) {
+    EXPECT_THAT(ErrorOf(bad), HasSubstr("packages:")) << bad;
+  }
+}
+
+TEST(PackagesConfig, AllowListIsNormalisedAndRefusesWhatIsNotAName) {
+  config::Config c;
+  c.wheelhouse = "/srv/wheels";
+  c.package_allow = " Tabulate, python_dateutil ,,";
+  auto options = exec::PackageStoreOptionsFor(c);
+  ASSERT_TRUE(options.ok()) << options.error().message;
+  EXPECT_EQ(options->allow, (std::vector<std::string>{"tabulate", "python-dateutil"}));
+  c.package_allow = "tabulate==1.0";
+  EXPECT_FALSE(exec::PackageStoreOptionsFor(c).ok());
+  c.package_allow = "";
+  c.package_cache = "";
+  EXPECT_EQ(exec::PackageStoreOptionsFor(c)->cache_dir, exec::PackageCacheDefault());
+}
+
+TEST(Digest, Sha256OfDataAndOfAFile) {
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  char dir_template[] = "/tmp/mcp-exec-digest-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  { std::ofstream(dir + "/f") << "abc"; }
+  UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  EXPECT_EQ(*Sha256OfFile(fd.Get(), "f"), Sha256Hex("abc"));
+  ASSERT_EQ(symlink("f", (dir + "/link").c_str()), 0);
+  EXPECT_FALSE(Sha256OfFile(fd.Get(), "link").ok());
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  EXPECT_FALSE(Sha256OfFile(fd.Get(), "fifo").ok());
+  std::filesystem::remove_all(dir);
+}
+
+class LayerTreeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/mcp-exec-layer-XXXXXX";
+    root_ = mkdtemp(dir_template);
+    dir_ = root_ + "/site";
+    ASSERT_EQ(mkdir(dir_.c_str(), 0755), 0);
+  }
+  void TearDown() override { ASSERT_TRUE(RemoveTree(root_).ok()); }
+  static sandbox::OutputFile File(std::string path, std::string data) {
+    sandbox::OutputFile f;
+    f.path = std::move(path);
+    f.type = "file";
+    f.size = data.size();
+    f.data = std::move(data);
+    return f;
+  }
+  std::string root_, dir_;
+};
+
+TEST_F(LayerTreeTest, WritesTheFilesReadOnlyWithTheirDirectories) {
+  sandbox::OutputCollection c;
+  c.files = {File("site/pkg/__init__.py", "VALUE = 1\n"), File("site/pkg/sub/m.py", "x"),
+             File("other/ignored.txt", "no")};
+  ASSERT_TRUE(WriteLayerTree(c, "site", dir_).ok());
+  struct stat st;
+  ASSERT_EQ(stat((dir_ + "/pkg/__init__.py").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0444u);
+  ASSERT_EQ(stat((dir_ + "/pkg/sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0555u);
+  ASSERT_EQ(stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0555u);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ignored.txt"));
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/other"));
+}
+
+TEST_F(LayerTreeTest, RefusesLinksSpecialFilesUnreadFilesAndPathsThatAreNotPlain) {
+  auto refused = [this](sandbox::OutputFile f) {
+    sandbox::OutputCollection c;
+    c.files = {std::move(f)};
+    auto r = WriteLayerTree(c, "site", dir_);
+    return r.ok() ? std::string() : r.error().message;
+  };
+  sandbox::OutputFile link = File("site/evil", "");
+  link.type = "symlink";
+  link.skip = sandbox::OutputSkip::kNotRegular;
+  EXPECT_THAT(refused(link), HasSubstr("symlink: evil"));
+  sandbox::OutputFile device = File("site/dev", "");
+  device.type = "device";
+  EXPECT_THAT(refused(device), HasSubstr("device"));
+  sandbox::OutputFile big = File("site/big", "");
+  big.skip = sandbox::OutputSkip::kTooLarge;
+  EXPECT_THAT(refused(big), HasSubstr("MCP_EXEC_PACKAGE_MAX_BYTES"));
+  EXPECT_THAT(refused(File("site/../x", "")), HasSubstr("not plain"));
+  EXPECT_THAT(refused(File("site//x", "")), HasSubstr("not plain"));
+  EXPECT_THAT(refused(File("site/a/./x", "")), HasSubstr("not plain"));
+  sandbox::OutputCollection incomplete;
+  incomplete.walk_incomplete = true;
+  EXPECT_FALSE(WriteLayerTree(incomplete, "site", dir_).ok());
+  sandbox::OutputCollection unlisted;
+  unlisted.unlisted = 1;
+  EXPECT_FALSE(WriteLayerTree(unlisted, "site", dir_).ok());
+}
+
+TEST_F(LayerTreeTest, RemoveTreeRemovesAReadOnlyTree) {
+  sandbox::OutputCollection c;
+  c.files = {File("site/a/b/c.py", "x")};
+  ASSERT_TRUE(WriteLayerTree(c, "site", dir_).ok());
+  ASSERT_TRUE(RemoveTree(dir_).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_));
+  EXPECT_TRUE(RemoveTree(dir_).ok());
+}
+
+}  // namespace
+}  // namespace mcpexec::packages
