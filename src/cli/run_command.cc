@@ -9,6 +9,7 @@
 #include "config/settings.h"
 #include "exec/environment_engines.h"
 #include "exec/exec.h"
+#include "exec/packages_config.h"
 #include "limits/limits.h"
 #include "sandbox/sandbox.h"
 
@@ -62,6 +63,13 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   run->add_flag("--session", o.session,
                 "Run the program as the first call of a new session in that engine's sandbox, "
                 "as exec with session \"new\" does, and end it: for comparing them");
+  run->add_option("--packages", o.packages,
+                  "Requirements to add to the environment, as exec's packages argument: "
+                  "installed from MCP_EXEC_WHEELHOUSE (--wheelhouse) in an installer sandbox, "
+                  "or found in MCP_EXEC_PACKAGE_CACHE; the run is cold (repeatable)")
+      ->type_name("REQ")
+      ->expected(1)
+      ->take_all();
   AddConfigFlags(run, Command::kRun, o.config);
   run->footer(
       "Exit status: the program's own; 128+N when it died of signal N; 124 when it ran out of "
@@ -198,9 +206,25 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
     std::cerr << "mcp-exec: " << ErrorText(plan.error()) << "\n";
     return kExitSetupFailed;
   }
+  std::optional<packages::LayerRun> layer;
+  if (!options.packages.empty()) {
+    auto layers = exec::OpenPackageLayers(*config, *backend);
+    if (!layers.ok()) {
+      std::cerr << "mcp-exec: " << ErrorText(layers.error()) << "\n";
+      return kExitSetupFailed;
+    }
+    auto prepared = exec::PrepareLayer(layers->get(), *config, *environment, options.packages, {});
+    if (!prepared.ok()) {
+      std::cerr << "mcp-exec: " << ErrorText(prepared.error()) << "\n";
+      return prepared.error().code == ErrorCode::kInvalidArgument ? 2 : kExitSetupFailed;
+    }
+    layer = std::move(*prepared);
+  }
   // --engine's choices are MCP_EXEC_ENGINE's (AddRunCommand checks them), parsed as it is.
   config->engine = config::EngineFromName(options.engine).value_or(config::EngineKind::kCold);
-  auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kOneShot);
+  auto engine = layer && layer->engine
+                    ? Result<std::shared_ptr<engine::Engine>>(layer->engine)
+                    : exec::StartEngine(*config, *plan, exec::EngineUse::kOneShot);
   if (!engine.ok()) {
     std::cerr << "mcp-exec: " << ErrorText(engine.error()) << "\n";
     return kExitSetupFailed;
@@ -219,7 +243,9 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
       return kExitSetupFailed;
     }
   }
-  std::cout << exec::ResultToJson(*result, files).dump() << std::endl;
+  nlohmann::json out = exec::ResultToJson(*result, files);
+  if (layer) out["packages"] = exec::PackagesJson(layer->packages);
+  std::cout << out.dump() << std::endl;
   return ExitStatusFor(*result);
 }
 

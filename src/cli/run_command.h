@@ -39,6 +39,9 @@ struct RunOptions {
   // --session: the program is the first call of a new session (the sandbox exec's session
   // argument gives), which ends with the run: for the test suites, which run in it too.
   bool session = false;
+  // --packages REQ...: requirements added to the environment, as exec's packages argument
+  // (docs/packages.md); the run is then cold, in its environment's image with their layer.
+  std::vector<std::string> packages;
   ConfigFlags config;
 };
 

@@ -440,7 +440,6 @@ constexpr Setting kSettings[] = {
      .doc = "a directory of wheels (`.whl`) that the `packages` argument installs from, "
             "resolved with pip in an installer sandbox; empty: `packages` is refused "
             "([Packages](docs/packages.md))",
-     .scope = S::kServe,
      .store = [](Config& c, const V& v) { c.wheelhouse = v.text; }},
     {.env = "MCP_EXEC_PACKAGE_CACHE",
      .flag = "--package-cache",
@@ -452,7 +451,6 @@ constexpr Setting kSettings[] = {
              "root, else ~/.cache/mcp-exec/packages)",
      .doc = "where installed package layers are kept, one read-only directory per resolved set "
             "([Packages](docs/packages.md))",
-     .scope = S::kServe,
      .store = [](Config& c, const V& v) { c.package_cache = v.text; }},
     {.env = "MCP_EXEC_PACKAGE_ALLOW",
      .flag = "--package-allow",
@@ -462,7 +460,6 @@ constexpr Setting kSettings[] = {
              "(default: any in the wheelhouse)",
      .doc = "the project names `packages` may install, comma-separated, dependencies included; "
             "empty: any the wheelhouse has",
-     .scope = S::kServe,
      .store = [](Config& c, const V& v) { c.package_allow = v.text; }},
     {.env = "MCP_EXEC_MAX_PACKAGES",
      .flag = "--max-packages",
@@ -471,7 +468,6 @@ constexpr Setting kSettings[] = {
      .help = "Requirements a call may name, and distributions a resolved set may hold",
      .doc = "requirements a call's `packages` may name, and distributions the set they resolve "
             "to may hold, dependencies included",
-     .scope = S::kServe,
      .min = 1,
      .max = 1000,
      .store = [](Config& c, const V& v) { c.max_packages = static_cast<int>(v.integer); }},
@@ -483,7 +479,6 @@ constexpr Setting kSettings[] = {
      .doc = "the largest a package layer may be unpacked, all its wheels together (at least "
             "`1m`). The installer sandbox holds it in its workspace under `MCP_EXEC_MEMORY_MAX` "
             "with pip beside it: raise both together",
-     .scope = S::kServe,
      .min = 1 << 20,
      .min_reason = "at least 1m",
      .store = [](Config& c, const V& v) { c.package_max_bytes = v.bytes; }},
@@ -493,7 +488,6 @@ constexpr Setting kSettings[] = {
      .default_text = "120",
      .help = "Seconds an installation of packages may take",
      .doc = "seconds the installer sandbox may take to resolve and install a call's packages",
-     .scope = S::kServe,
      .min = 1,
      .max = 3600,
      .store = [](Config& c, const V& v) {

@@ -8,6 +8,7 @@
 #include "base/utf8.h"
 #include "exec/exec.h"
 #include "exec/live_output.h"
+#include "exec/packages_config.h"
 #include "exec/session_tools.h"
 #include "log/log.h"
 
@@ -257,10 +258,7 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
     }
     layer = std::move(*prepared);
     progress_base = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    json list = json::array();
-    for (const packages::Installed& p : layer->packages) {
-      list.push_back({{"name", p.name}, {"version", p.version}, {"sha256", p.sha256}});
-    }
+    const json list = PackagesJson(layer->packages);
     fields["packages"] = list;
     meta.update({{"packages", list},
                  {"packages_installed", layer->installed_now},
@@ -326,17 +324,6 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
 Result<packages::LayerRun> ExecTool::PreparePackages(const std::string& environment,
                                                      const std::vector<std::string>& requested,
                                                      const mcp::ToolCallContext& context) {
-  if (!packages_) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "invalid arguments: packages are off on this server: its operator turns "
-                     "them on by naming a directory of wheels in MCP_EXEC_WHEELHOUSE "
-                     "(docs/packages.md)");
-  }
-  auto requirements = packages_->Check(requested);
-  if (!requirements.ok()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "invalid arguments: " + requirements.error().message);
-  }
   const Environment* env = environments_->Offered().Find(environment);
   if (env == nullptr) {
     return MakeError(ErrorCode::kInternal, "no environment \"" + environment + "\" offered");
@@ -349,16 +336,7 @@ Result<packages::LayerRun> ExecTool::PreparePackages(const std::string& environm
                               "installing packages");
     };
   }
-  // An image without a recipe hash (a default built before images had metadata) is known by
-  // its path.
-  const std::string identity = env->hash.empty() ? "image " + env->image : env->hash;
-  auto layer = packages_->Prepare(SpecForEnvironment(config_, *env), identity, *requirements,
-                                  hooks);
-  if (!layer.ok() && layer.error().code == ErrorCode::kInvalidArgument) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "cannot install the packages: " + layer.error().message);
-  }
-  return layer;
+  return PrepareLayer(packages_.get(), config_, *env, requested, hooks);
 }
 
 json ExecTool::CallInSession(const std::string& handle, const std::string& requested,

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "exec/environment_engines.h"
+
 namespace mcpexec::exec {
 
 std::string PackageCacheDefault() {
@@ -46,6 +48,40 @@ Result<std::shared_ptr<packages::PackageLayers>> OpenPackageLayers(
   if (config.wheelhouse.empty()) return std::shared_ptr<packages::PackageLayers>();
   MCPEXEC_ASSIGN_OR_RETURN(packages::StoreOptions options, PackageStoreOptionsFor(config));
   return packages::PackageLayers::Open(std::move(options), std::move(backend));
+}
+
+Result<packages::LayerRun> PrepareLayer(packages::PackageLayers* layers,
+                                        const config::Config& config, const Environment& env,
+                                        const std::vector<std::string>& requested,
+                                        const packages::InstallerHooks& hooks) {
+  if (layers == nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "invalid arguments: packages are off on this server: its operator turns "
+                     "them on by naming a directory of wheels in MCP_EXEC_WHEELHOUSE "
+                     "(docs/packages.md)");
+  }
+  auto requirements = layers->Check(requested);
+  if (!requirements.ok()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "invalid arguments: " + requirements.error().message);
+  }
+  // An image without a recipe hash (a default built before images had metadata) is known by
+  // its path.
+  const std::string identity = env.hash.empty() ? "image " + env.image : env.hash;
+  auto layer = layers->Prepare(SpecForEnvironment(config, env), identity, *requirements, hooks);
+  if (!layer.ok() && layer.error().code == ErrorCode::kInvalidArgument) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cannot install the packages: " + layer.error().message);
+  }
+  return layer;
+}
+
+nlohmann::json PackagesJson(const std::vector<packages::Installed>& installed) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const packages::Installed& p : installed) {
+    list.push_back({{"name", p.name}, {"version", p.version}, {"sha256", p.sha256}});
+  }
+  return list;
 }
 
 }  // namespace mcpexec::exec

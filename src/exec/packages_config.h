@@ -2,11 +2,15 @@
 // options from MCP_EXEC_WHEELHOUSE and the MCP_EXEC_PACKAGE_* settings.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "config/config.h"
+#include "exec/environments.h"
 #include "limits/limits.h"
 #include "packages/layers.h"
 
@@ -23,5 +27,17 @@ Result<packages::StoreOptions> PackageStoreOptionsFor(const config::Config& conf
 // `backend`. An error says what is missing: the wheelhouse, pip, a writable cache.
 Result<std::shared_ptr<packages::PackageLayers>> OpenPackageLayers(
     const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend);
+
+// The layer of `requested` (the `packages` argument, or `run --packages`) in `env`: checked
+// (kInvalidArgument, "invalid arguments: ..."), then from the cache or installed now. An
+// installation the packages make impossible is kInvalidArgument ("cannot install the packages:
+// ..."); `layers` null (no MCP_EXEC_WHEELHOUSE) is kInvalidArgument naming it.
+Result<packages::LayerRun> PrepareLayer(packages::PackageLayers* layers,
+                                        const config::Config& config, const Environment& env,
+                                        const std::vector<std::string>& requested,
+                                        const packages::InstallerHooks& hooks);
+
+// [{"name", "version", "sha256"}]: what a result and a log line say a run got.
+nlohmann::json PackagesJson(const std::vector<packages::Installed>& installed);
 
 }  // namespace mcpexec::exec

@@ -31,6 +31,7 @@ INSTALLER = "/usr/lib/mcp-exec/installer"
 LAYER_MOUNT = "/usr/lib/mcp-exec/packages"
 SITE = "/tmp/outputs/site"
 REPORT = "/tmp/report.json"
+LINKS = "/tmp/wheels"
 CONSTRAINTS = "/tmp/constraints.txt"
 MAX_ENTRIES = 100_000
 PIP_ERROR_BYTES = 3000
@@ -145,13 +146,44 @@ def write_constraints():
         out.write("".join(pin + "\n" for pin in sorted(pins.values())))
 
 
-def resolve(requirements):
+def admissible_wheels(max_metadata_bytes):
+    """Links in LINKS to the wheelhouse's wheels whose METADATA pip may read (it reads every
+    candidate's while it resolves); the others, by file name, with the reason."""
+    os.mkdir(LINKS)
+    refused = {}
+    for name in wheelhouse_files():
+        if not name.endswith(".whl"):
+            continue
+        path = os.path.join(WHEELHOUSE, name)
+        try:
+            with zipfile.ZipFile(path) as archive:
+                sizes = [info.file_size for info in archive.infolist()
+                         if info.filename.count("/") == 1
+                         and info.filename.split("/")[0].endswith(".dist-info")
+                         and info.filename.endswith("/METADATA")]
+        except (OSError, zipfile.BadZipFile) as e:
+            refused[name] = "is not a readable wheel (%s)" % e
+            continue
+        if sizes and max(sizes) > max_metadata_bytes:
+            refused[name] = "has a METADATA of %d bytes, over %d" % (max(sizes), max_metadata_bytes)
+            continue
+        os.symlink(path, os.path.join(LINKS, name))
+    return refused
+
+
+def resolve(requirements, max_metadata_bytes):
     write_constraints()
-    done = pip(["install", "--no-index", "--find-links", WHEELHOUSE, "--only-binary", ":all:",
+    refused = admissible_wheels(max_metadata_bytes)
+    done = pip(["install", "--no-index", "--find-links", LINKS, "--only-binary", ":all:",
                 "--dry-run", "--report", REPORT, "--constraint", CONSTRAINTS,
                 "--"] + requirements)
     if done.returncode != 0:
         text = pip_errors(done)
+        for name in re.findall(r"No matching distribution found for ([A-Za-z0-9._-]+)", text):
+            bad = ["%s %s" % (f, why) for f, why in sorted(refused.items())
+                   if project_of(f) == normalize(name)]
+            if bad:
+                raise Refused('"%s": its wheel %s' % (name, "; ".join(bad)))
         explained = explain_no_match(text)
         if "conflicting dependencies" in text or "ResolutionImpossible" in text:
             raise Refused("the packages cannot be installed beside this environment's own "
@@ -163,8 +195,9 @@ def resolve(requirements):
     for item in report.get("install", []):
         meta = item.get("metadata", {})
         url = item.get("download_info", {}).get("url", "")
-        prefix = "file://" + WHEELHOUSE + "/"
-        if not url.startswith(prefix) or "/" in url[len(prefix):]:
+        prefix = next((p for p in ("file://" + LINKS + "/", "file://" + WHEELHOUSE + "/")
+                       if url.startswith(p)), None)
+        if prefix is None or "/" in url[len(prefix):]:
             raise Refused('pip chose "%s" from outside the wheelhouse' % url)
         resolved.append({"name": meta.get("name", ""), "version": meta.get("version", ""),
                          "file": url[len(prefix):]})
@@ -234,7 +267,7 @@ def install(resolved):
 def main():
     request = json.load(sys.stdin)
     try:
-        resolved = resolve(request["requirements"])
+        resolved = resolve(request["requirements"], request["max_metadata_bytes"])
         if len(resolved) > request["max_packages"]:
             raise Refused("the packages need %d distributions with their dependencies (%s), over "
                           "MCP_EXEC_MAX_PACKAGES, at most %d" % (

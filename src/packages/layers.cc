@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "base/random.h"
 #include "base/unique_fd.h"
@@ -91,6 +92,24 @@ Result<std::vector<Installed>> ReadManifest(const std::string& path) {
   return packages;
 }
 
+// As root, the sandboxes run as MCP_EXEC_HOST_UID, which must reach the wheelhouse (the
+// installer lists and reads it) and the layers (each run binds its own): every directory on the
+// way needs others' search bit, and `readable` others' read bit too. Empty when it has them.
+std::string UnreachableBySandboxes(const std::string& path, bool readable) {
+  if (geteuid() != 0) return "";
+  for (size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
+    const std::string dir = at == std::string::npos ? path : path.substr(0, at);
+    struct stat st;
+    const bool last = at == std::string::npos;
+    const mode_t need = S_IXOTH | (last && readable ? S_IROTH : 0);
+    if (stat(dir.c_str(), &st) == 0 && (st.st_mode & need) != need) {
+      return dir + " (mode " + std::to_string((st.st_mode >> 6) & 7) +
+             std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) + ")";
+    }
+    if (last) return "";
+  }
+}
+
 // Removes staging directories of servers that are gone (named PID-RANDOM).
 void RemoveAbandoned(const std::string& staging) {
   DIR* d = opendir(staging.c_str());
@@ -153,8 +172,21 @@ Result<std::shared_ptr<PackageLayers>> PackageLayers::Open(
     MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir.substr(0, at)));
   }
   MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir));
+  for (auto [path, readable, what] :
+       {std::tuple{options.installer.wheelhouse, true, "MCP_EXEC_WHEELHOUSE"},
+        std::tuple{options.cache_dir, false, "MCP_EXEC_PACKAGE_CACHE"}}) {
+    if (std::string blocked = UnreachableBySandboxes(path, readable); !blocked.empty()) {
+      return MakeError(ErrorCode::kFailedPrecondition,
+                       std::string(what) + " " + path + " is out of the sandboxes' reach: they " +
+                           "run as MCP_EXEC_HOST_UID, and " + blocked + " does not let others " +
+                           (readable ? "list and read it" : "search it") +
+                           ": chmod o+" + (readable ? "rx" : "x") + " " + blocked.substr(
+                               0, blocked.find(" (mode")));
+    }
+  }
   MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/layers"));
   MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/staging"));
+  MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/requests"));
   RemoveAbandoned(options.cache_dir + "/staging");
   return std::shared_ptr<PackageLayers>(new PackageLayers(std::move(options), std::move(backend)));
 }
@@ -189,6 +221,22 @@ Result<std::vector<Requirement>> PackageLayers::Check(const std::vector<std::str
 
 std::string PackageLayers::LayerDir(const std::string& key) const {
   return options_.cache_dir + "/layers/" + key;
+}
+
+std::string PackageLayers::RequestFile(const std::string& request_key) const {
+  return options_.cache_dir + "/requests/" + request_key;
+}
+
+void PackageLayers::RememberRequest(const std::string& request_key, const std::string& key) {
+  // Written whole, then renamed: a reader finds the key or nothing. Losing it costs a resolution.
+  auto suffix = RandomHex(8);
+  if (!suffix.ok()) return;
+  const std::string file = RequestFile(request_key);
+  const std::string tmp = file + "." + *suffix;
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.Valid() || !WriteAll(fd.Get(), key).ok() || rename(tmp.c_str(), file.c_str()) != 0) {
+    unlink(tmp.c_str());
+  }
 }
 
 Result<LayerRun> PackageLayers::Cached(const sandbox::SandboxSpec& base,
@@ -288,7 +336,15 @@ Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
         continue;
       }
       auto it = installing_.find(request_key);
-      if (it == installing_.end()) break;
+      if (it == installing_.end()) {
+        // Resolved by an earlier process (a server before a restart, another `run`).
+        auto known = ReadFile(RequestFile(request_key));
+        if (known.ok() && (known->empty() || known->size() == 64)) {
+          resolved_[request_key] = *known;
+          continue;
+        }
+        break;
+      }
       std::shared_ptr<Flight> theirs = it->second;
       done_.wait(lock, [&theirs] { return theirs->done; });
       // Its caller cancelled it, or the cache could not be written: this call tries itself.
@@ -302,6 +358,7 @@ Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
     flight->done = true;
     if (key.ok()) {
       resolved_[request_key] = *key;
+      RememberRequest(request_key, *key);
     } else {
       flight->error = key.error();
     }

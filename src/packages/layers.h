@@ -68,6 +68,10 @@ class PackageLayers {
   Result<LayerRun> Cached(const sandbox::SandboxSpec& base, const std::string& identity,
                           const std::string& key);
   std::string LayerDir(const std::string& key) const;
+  // requests/REQUEST_KEY holds the layer key a request resolved to ("" for none), so that a
+  // request resolved by an earlier process skips pip too.
+  std::string RequestFile(const std::string& request_key) const;
+  void RememberRequest(const std::string& request_key, const std::string& key);
 
   const StoreOptions options_;
   const std::shared_ptr<limits::LimitsBackend> backend_;
@@ -75,7 +79,7 @@ class PackageLayers {
   std::mutex mutex_;
   std::condition_variable done_;
   // A request's key (environment, wheelhouse state, requirements) -> its layer's key ("" when it
-  // needs none): a set asked for again skips pip.
+  // needs none): a set asked for again skips pip. Kept on disk too (RequestFile).
   std::map<std::string, std::string> resolved_;
   // A request being installed now, which later calls for it wait for.
   struct Flight {

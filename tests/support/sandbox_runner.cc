@@ -236,7 +236,8 @@ std::string Outcome::Describe() const {
       "stdout",      "stderr",     "exit_code",         "duration_ms",
       "truncated",   "timed_out",  "oom_killed",        "memory_peak_bytes",
       "cpu_time_ms", "limits_backend", "files"};
-  const std::set<std::string> optional = {"signal", "files_not_listed", "files_walk_incomplete"};
+  const std::set<std::string> optional = {"signal", "files_not_listed", "files_walk_incomplete",
+                                          "packages"};
   for (const auto& [key, value] : outcome.json.items()) {
     if (required.count(key) == 0 && optional.count(key) == 0) {
       return ::testing::AssertionFailure() << "unexpected member \"" << key << "\"";
@@ -246,6 +247,19 @@ std::string Outcome::Describe() const {
     if (!outcome.json.contains(key)) {
       return ::testing::AssertionFailure() << "missing member \"" << key << "\"";
     }
+  }
+  // With MCP_EXEC_TEST_PACKAGES every run has its layer, and says so.
+  const bool packages = outcome.json.contains("packages");
+  if (packages != !TestPackages().empty()) {
+    return ::testing::AssertionFailure() << "the member \"packages\" is "
+                                         << (packages ? "there" : "missing");
+  }
+  if (packages && (!outcome.json["packages"].is_array() || outcome.json["packages"].size() != 1 ||
+                   !TestPackages().starts_with(
+                       outcome.json["packages"][0].value("name", "?") + "==" +
+                       outcome.json["packages"][0].value("version", "?")))) {
+    return ::testing::AssertionFailure()
+           << "\"packages\" is not " << TestPackages() << ": " << outcome.json["packages"].dump();
   }
   const nlohmann::json& j = outcome.json;
   if (!j["stdout"].is_string() || !j["stderr"].is_string() ||
@@ -387,12 +401,33 @@ void HostSetup::SetUp() {
     unprivileged_problem_ = caller_problem_;
     return;
   }
+  if (!TestPackages().empty()) {
+    const char* tool = std::getenv("MCP_EXEC_TEST_MAKE_WHEELS");
+    if (tool == nullptr ||
+        RunQuietly({"/usr/bin/python3", tool, scratch_dir_ + "/wheels", "--good-only"},
+                   Identity{}) != 0 ||
+        mkdir(PackageCache(RunMode::kCaller).c_str(), 0755) != 0) {
+      caller_problem_ = "cannot build the wheelhouse of MCP_EXEC_TEST_PACKAGES with "
+                        "MCP_EXEC_TEST_MAKE_WHEELS (tests/packages/make_wheels.py)";
+      unprivileged_problem_ = caller_problem_;
+      return;
+    }
+  }
+  // The unprivileged runs' package cache, theirs to write.
+  auto make_user_cache = [this] {
+    const std::string cache = PackageCache(RunMode::kUnprivileged);
+    if (TestPackages().empty() || cache == PackageCache(RunMode::kCaller)) return;
+    if (mkdir(cache.c_str(), 0755) != 0 || chown(cache.c_str(), test_uid_, test_gid_) != 0) {
+      unprivileged_problem_ = "cannot make the package cache " + cache + ": " + ErrnoText(errno);
+    }
+  };
 
   if (geteuid() != 0) {
     // Not root: the caller is already unprivileged.
     unprivileged_binary_ = caller_binary_;
     test_uid_ = getuid();
     test_gid_ = getgid();
+    make_user_cache();
     return;
   }
 
@@ -414,6 +449,7 @@ void HostSetup::SetUp() {
   }
   test_uid_ = user->pw_uid;
   test_gid_ = user->pw_gid;
+  make_user_cache();
 
   // The build tree may sit in a directory the test user cannot traverse.
   unprivileged_binary_ = scratch_dir_ + "/mcp-exec";
@@ -493,6 +529,18 @@ const std::string& TestEngine() {
   return engine;
 }
 
+const std::string& TestPackages() {
+  static const std::string packages = [] {
+    const char* p = std::getenv("MCP_EXEC_TEST_PACKAGES");
+    return std::string(p != nullptr ? p : "");
+  }();
+  return packages;
+}
+
+std::string HostSetup::PackageCache(RunMode mode) const {
+  return scratch_dir_ + "/package-cache-" + std::to_string(Uid(mode));
+}
+
 bool InSession() {
   static const bool session = [] {
     const char* s = std::getenv("MCP_EXEC_TEST_SESSION");
@@ -512,6 +560,12 @@ std::vector<std::string> SandboxRunner::RunArgv(const std::vector<std::string>& 
   bool has_engine = false;
   for (const auto& a : run_args) has_engine |= a == "--engine" || a.rfind("--engine=", 0) == 0;
   if (InSession()) argv.push_back("--session");
+  if (!TestPackages().empty()) {
+    const HostSetup& host = HostSetup::Get();
+    argv.insert(argv.end(), {"--wheelhouse", host.ScratchDir() + "/wheels/good",
+                             "--package-cache", host.PackageCache(mode_), "--packages",
+                             TestPackages()});
+  }
   if (!has_engine && !TestEngine().empty()) {
     argv.push_back("--engine");
     argv.push_back(TestEngine());

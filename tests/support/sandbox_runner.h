@@ -138,6 +138,8 @@ class HostSetup {
   std::string WriteSharedFile(const std::string& name, const std::string& content) const;
   // The directory WriteSharedFile writes in (0755, under /tmp); empty before SetUp.
   const std::string& ScratchDir() const { return scratch_dir_; }
+  // With MCP_EXEC_TEST_PACKAGES: the package cache of `mode`'s runs, which its user owns.
+  std::string PackageCache(RunMode mode) const;
 
  private:
   bool set_up_ = false;
@@ -152,6 +154,11 @@ class HostSetup {
 // MCP_EXEC_TEST_ENGINE: the engine every `run` of the suite uses (`run --engine`), so that a
 // suite runs once per engine (tests/meson.build); empty: run's default, cold.
 const std::string& TestEngine();
+
+// MCP_EXEC_TEST_PACKAGES=REQ: every `run` adds the package REQ (`run --packages`) from a
+// wheelhouse that SetUp builds with MCP_EXEC_TEST_MAKE_WHEELS, so that a suite runs with a
+// package layer mounted (tests/meson.build); such runs are cold.
+const std::string& TestPackages();
 
 // MCP_EXEC_TEST_SESSION=1: every `run` is the first call of a session (`run --session`), so
 // that a suite runs in the sessions' sandbox and call path (tests/meson.build).

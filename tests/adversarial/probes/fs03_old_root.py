@@ -1,10 +1,18 @@
 # FS-03: the host's tree reachable after pivot_root (old root not detached, host mounts left,
 # "cd .." out of the root). mcp-exec: pivot_root then umount2(MNT_DETACH) of the old root; the
-# only mounts are the rootfs, /proc, /dev and /tmp with what is under them.
-mounts = [line.split()[4] for line in open("/proc/self/mountinfo")]
+# only mounts are the rootfs, /proc, /dev and /tmp with what is under them, and a run with
+# packages (docs/packages.md) has its layer at /usr/lib/mcp-exec/packages, read-only, nosuid,
+# nodev.
+LAYER = "/usr/lib/mcp-exec/packages"
+mountinfo = [line.split() for line in open("/proc/self/mountinfo")]
+mounts = [fields[4] for fields in mountinfo]
 observe("mount points", mounts)
-for m in mounts:
-    if m not in ("/", "/tmp") and not m.startswith(("/proc", "/dev", "/tmp/")):
+for fields in mountinfo:
+    m, options = fields[4], set(fields[5].split(","))
+    if m == LAYER:
+        if not {"ro", "nosuid", "nodev"} <= options:
+            escaped("the package layer is mounted " + fields[5])
+    elif m not in ("/", "/tmp") and not m.startswith(("/proc", "/dev", "/tmp/")):
         escaped("mount point " + m)
 os.chdir("/")
 for _ in range(8):

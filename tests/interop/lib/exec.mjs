@@ -13,7 +13,7 @@ export const RESULT_FIELDS = ['stdout', 'stderr', 'exit_code', 'duration_ms', 't
   'oom_killed', 'memory_peak_bytes', 'cpu_time_ms', 'limits_backend', 'files', 'environment'];
 // Fields present only when they apply (the last four: a call in a session).
 const OPTIONAL_FIELDS = ['signal', 'files_not_listed', 'files_walk_incomplete', 'session',
-  'expires_at', 'result', 'session_ended'];
+  'expires_at', 'result', 'session_ended', 'packages'];
 // Fields that vary from run to run of the same program.
 export const MEASURED_FIELDS = ['duration_ms', 'memory_peak_bytes', 'cpu_time_ms'];
 
