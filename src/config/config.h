@@ -89,6 +89,12 @@ struct Config {
   // Packages on demand (docs/packages.md): the `packages` argument, off while neither source is
   // set. MCP_EXEC_WHEELHOUSE: a directory of wheels they come from.
   std::string wheelhouse;
+  // Or MCP_EXEC_PACKAGE_INDEX: a PEP 503/691 simple index over HTTPS, its certificate checked
+  // against MCP_EXEC_PACKAGE_INDEX_CA (empty: the system's store), with the basic-auth
+  // credentials of the file MCP_EXEC_PACKAGE_INDEX_CREDENTIALS (empty: none).
+  std::string package_index;
+  std::string package_index_ca;
+  std::string package_index_credentials;
   // MCP_EXEC_PACKAGE_CACHE: where installed layers are kept; empty: PackageCacheDefault().
   std::string package_cache;
   // MCP_EXEC_PACKAGE_ALLOW: the project names that may be installed, comma-separated; empty: any.

@@ -441,6 +441,34 @@ constexpr Setting kSettings[] = {
             "resolved with pip in an installer sandbox; empty: `packages` is refused "
             "([Packages](docs/packages.md))",
      .store = [](Config& c, const V& v) { c.wheelhouse = v.text; }},
+    {.env = "MCP_EXEC_PACKAGE_INDEX",
+     .flag = "--package-index",
+     .type = T::kText,
+     .default_text = "",
+     .help = "HTTPS URL of a simple package index the packages argument installs from, instead "
+             "of a wheelhouse (default: none)",
+     .doc = "the https URL of a simple index (PEP 503 or 691) that `packages` installs from, "
+            "instead of `MCP_EXEC_WHEELHOUSE`: fetched by the server, checked against the "
+            "index's sha256, and handed to the installer sandbox through a channel "
+            "([Packages](docs/packages.md)). `HTTPS_PROXY` and `NO_PROXY` apply",
+     .store = [](Config& c, const V& v) { c.package_index = v.text; }},
+    {.env = "MCP_EXEC_PACKAGE_INDEX_CA",
+     .flag = "--package-index-ca",
+     .type = T::kText,
+     .default_text = "",
+     .computed_default = "the system's CA store",
+     .help = "CA certificates (PEM) that the package index's certificate is checked against",
+     .doc = "a PEM file of the CA certificates that the package index's certificate is checked "
+            "against",
+     .store = [](Config& c, const V& v) { c.package_index_ca = v.text; }},
+    {.env = "MCP_EXEC_PACKAGE_INDEX_CREDENTIALS",
+     .flag = "--package-index-credentials",
+     .type = T::kText,
+     .default_text = "",
+     .help = "A file (mode 600) with one line user:password for the package index",
+     .doc = "a file of mode 600 or 400 holding one line `user:password`, sent to the package "
+            "index as basic auth; never logged",
+     .store = [](Config& c, const V& v) { c.package_index_credentials = v.text; }},
     {.env = "MCP_EXEC_PACKAGE_CACHE",
      .flag = "--package-cache",
      .type = T::kText,

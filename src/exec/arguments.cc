@@ -156,7 +156,7 @@ Result<void> ReadEnvironmentArg(const ArgumentSpec& self, const json& value, Exe
 
 json PackagesSchema(const config::Config& c, const Offer&) {
   json schema = {{"type", "array"}, {"items", {{"type", "string"}}}};
-  if (c.wheelhouse.empty()) {
+  if (c.wheelhouse.empty() && c.package_index.empty()) {
     schema["description"] = "Off on this server (the operator has set no package source)";
   } else {
     schema["maxItems"] = c.max_packages;

@@ -24,6 +24,18 @@ Result<packages::StoreOptions> PackageStoreOptionsFor(const config::Config& conf
   options.installer.max_bytes = config.package_max_bytes;
   options.installer.timeout = std::chrono::seconds(config.package_install_timeout_s);
   options.cache_dir = config.package_cache.empty() ? PackageCacheDefault() : config.package_cache;
+  if (!config.package_index.empty()) {
+    if (!config.wheelhouse.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "MCP_EXEC_WHEELHOUSE and MCP_EXEC_PACKAGE_INDEX are both set: packages "
+                       "come from one source, give one");
+    }
+    MCPEXEC_ASSIGN_OR_RETURN(
+        options.index,
+        packages::ReadIndexOptions(config.package_index, config.package_index_ca,
+                                   config.package_index_credentials,
+                                   options.installer.timeout));
+  }
   std::string list = config.package_allow;
   size_t at = 0;
   while (at <= list.size()) {
@@ -45,7 +57,9 @@ Result<packages::StoreOptions> PackageStoreOptionsFor(const config::Config& conf
 
 Result<std::shared_ptr<packages::PackageLayers>> OpenPackageLayers(
     const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend) {
-  if (config.wheelhouse.empty()) return std::shared_ptr<packages::PackageLayers>();
+  if (config.wheelhouse.empty() && config.package_index.empty()) {
+    return std::shared_ptr<packages::PackageLayers>();
+  }
   MCPEXEC_ASSIGN_OR_RETURN(packages::StoreOptions options, PackageStoreOptionsFor(config));
   return packages::PackageLayers::Open(std::move(options), std::move(backend));
 }
@@ -57,8 +71,8 @@ Result<packages::LayerRun> PrepareLayer(packages::PackageLayers* layers,
   if (layers == nullptr) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "invalid arguments: packages are off on this server: its operator turns "
-                     "them on by naming a directory of wheels in MCP_EXEC_WHEELHOUSE "
-                     "(docs/packages.md)");
+                     "them on by naming a package index in MCP_EXEC_PACKAGE_INDEX or a "
+                     "directory of wheels in MCP_EXEC_WHEELHOUSE (docs/packages.md)");
   }
   auto requirements = layers->Check(requested);
   if (!requirements.ok()) {

@@ -23,8 +23,9 @@ std::string PackageCacheDefault();
 // The store's options; an error for an MCP_EXEC_PACKAGE_ALLOW entry that is not a project name.
 Result<packages::StoreOptions> PackageStoreOptionsFor(const config::Config& config);
 
-// The layer store when MCP_EXEC_WHEELHOUSE is set (null when it is not), its sandboxes under
-// `backend`. An error says what is missing: the wheelhouse, pip, a writable cache.
+// The layer store when MCP_EXEC_WHEELHOUSE or MCP_EXEC_PACKAGE_INDEX is set (null when neither
+// is), its sandboxes under `backend`. An error says what is missing: the wheelhouse, pip, a
+// writable cache, a valid index URL, CA or credentials file.
 Result<std::shared_ptr<packages::PackageLayers>> OpenPackageLayers(
     const config::Config& config, std::shared_ptr<limits::LimitsBackend> backend);
 

@@ -1,37 +1,39 @@
 #include "packages/digest.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <memory>
 #include <vector>
 
 #include "base/unique_fd.h"
 
 namespace mcpexec::packages {
-namespace {
 
-using Context = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
+  // Only a failed allocation fails here, which std::bad_alloc reports for the rest of the code.
+  if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) throw std::bad_alloc();
+}
 
-std::string Hex(const unsigned char* bytes, unsigned int n) {
+void Sha256::Update(std::string_view data) { EVP_DigestUpdate(ctx_.get(), data.data(), data.size()); }
+
+std::string Sha256::HexDigest() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(ctx_.get(), md, &n);
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
   for (unsigned int i = 0; i < n; ++i) {
-    out.push_back(kDigits[bytes[i] >> 4]);
-    out.push_back(kDigits[bytes[i] & 15]);
+    out.push_back(kDigits[md[i] >> 4]);
+    out.push_back(kDigits[md[i] & 15]);
   }
   return out;
 }
 
-}  // namespace
-
 std::string Sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
-  return Hex(md, n);
+  Sha256 digest;
+  digest.Update(data);
+  return digest.HexDigest();
 }
 
 Result<std::string> Sha256OfFile(int dirfd, const std::string& name) {
@@ -42,22 +44,16 @@ Result<std::string> Sha256OfFile(int dirfd, const std::string& name) {
   if (!S_ISREG(st.st_mode)) {
     return MakeError(ErrorCode::kInvalidArgument, name + " is not a regular file");
   }
-  Context ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return MakeError(ErrorCode::kInternal, "cannot start a SHA-256 digest");
-  }
+  Sha256 digest;
   std::vector<char> block(1 << 16);
   for (;;) {
     const ssize_t got = read(fd.Get(), block.data(), block.size());
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return Errno(ErrorCode::kInternal, "read " + name);
     if (got == 0) break;
-    EVP_DigestUpdate(ctx.get(), block.data(), static_cast<size_t>(got));
+    digest.Update(std::string_view(block.data(), static_cast<size_t>(got)));
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &n);
-  return Hex(md, n);
+  return digest.HexDigest();
 }
 
 }  // namespace mcpexec::packages

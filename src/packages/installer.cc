@@ -10,6 +10,7 @@
 #include "base/unique_fd.h"
 #include "engine/engine.h"
 #include "packages/digest.h"
+#include "packages/index_channel.h"
 #include "packages/layer_tree.h"
 #include "sandbox/plan.h"
 
@@ -40,8 +41,10 @@ std::string Tail(const std::string& text, size_t n) {
 }
 
 // The driver's answer, checked: it ran beside pip and the wheels, so none of it is trusted but
-// as far as it is checked here.
+// as far as it is checked here. Each wheel's sha256 is the supervisor's own: of the wheelhouse's
+// file (`wheelhouse_fd`), or the one the channel checked against the index when it served it.
 Result<std::vector<Installed>> ReadAnswer(const std::string& out, int wheelhouse_fd,
+                                          const IndexChannel* channel,
                                           const InstallerOptions& options) {
   const json answer = json::parse(out, nullptr, false);
   if (!answer.is_object()) {
@@ -79,12 +82,61 @@ Result<std::vector<Installed>> ReadAnswer(const std::string& out, int wheelhouse
                        "\"" + one.name + "\" (" + one.file + ") is not a wheel: mcp-exec "
                        "installs wheels only");
     }
-    MCPEXEC_ASSIGN_OR_RETURN(one.sha256, Sha256OfFile(wheelhouse_fd, one.file));
+    if (channel != nullptr) {
+      one.sha256 = channel->Verified(one.file);
+      if (one.sha256.empty()) {
+        return MakeError(ErrorCode::kInternal, "the package installer named " + one.file +
+                                                   ", which the index's channel did not serve");
+      }
+    } else {
+      MCPEXEC_ASSIGN_OR_RETURN(one.sha256, Sha256OfFile(wheelhouse_fd, one.file));
+    }
     installed.push_back(std::move(one));
   }
   std::sort(installed.begin(), installed.end(),
             [](const Installed& a, const Installed& b) { return a.name < b.name; });
   return installed;
+}
+
+// What the installer's run came to: the resolved set, or why there is none.
+Result<std::vector<Installed>> ResolvedSet(const sandbox::RunResult& run,
+                                            const InstallerOptions& options, int wheelhouse_fd,
+                                            const IndexChannel* channel) {
+  switch (run.outcome) {
+    case sandbox::Outcome::kTimedOut:
+      return MakeError(ErrorCode::kDeadlineExceeded,
+                       "installing the packages took longer than "
+                       "MCP_EXEC_PACKAGE_INSTALL_TIMEOUT_S (" +
+                           std::to_string(options.timeout.count()) + " s)");
+    case sandbox::Outcome::kCancelled:
+      return MakeError(ErrorCode::kUnavailable, "cancelled while the packages were installed");
+    default: break;
+  }
+  if (run.outcome == sandbox::Outcome::kOomKilled || run.oom_killed) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the package installer ran out of memory (MCP_EXEC_MEMORY_MAX): the "
+                     "packages are too large for this server");
+  }
+  if (run.outcome != sandbox::Outcome::kExited || run.exit_code != 0 || run.truncated) {
+    return MakeError(ErrorCode::kInternal,
+                     "the package installer failed (" + std::string(OutcomeName(run.outcome)) +
+                         ", exit " + std::to_string(run.exit_code) +
+                         "): " + Tail(run.stderr_data, 2000));
+  }
+  return ReadAnswer(run.stdout_data, wheelhouse_fd, channel, options);
+}
+
+// An error with what the channel saw go wrong with the index, which is often its cause (pip
+// sees only a 502).
+Result<std::vector<Installed>> WithProblems(Result<std::vector<Installed>> result,
+                                            const IndexChannel* channel) {
+  if (result.ok() || channel == nullptr) return result;
+  // The channel's words first: pip saw only their consequence (a 502, no such project).
+  Error error = result.error();
+  std::string problems;
+  for (const std::string& problem : channel->Problems()) problems += problem + "\n";
+  error.message = problems + error.message;
+  return error;
 }
 
 }  // namespace
@@ -94,23 +146,45 @@ Result<Installation> Install(const sandbox::SandboxSpec& base,
                              const InstallerOptions& options,
                              const std::vector<Requirement>& requirements,
                              const std::string& staging, const InstallerHooks& hooks) {
-  UniqueFd wheelhouse(open(options.wheelhouse.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!wheelhouse.Valid()) {
-    return Errno(ErrorCode::kUnavailable, "open the wheelhouse " + options.wheelhouse);
-  }
   sandbox::SandboxSpec spec = base;
   spec.warm = false;
   spec.zygote = false;
   spec.preload.clear();
   spec.workspace_bytes = options.max_bytes + kInstallerSlackBytes;
-  spec.read_only_binds = {{options.pip_dir, kInstallerPipMount},
-                          {options.wheelhouse, kWheelhouseMount}};
-  MCPEXEC_ASSIGN_OR_RETURN(auto plan, sandbox::Compile(spec, std::move(backend)));
-
   json request = {{"max_packages", options.max_packages},
                   {"max_bytes", options.max_bytes},
                   {"max_metadata_bytes", kMaxMetadataBytes},
+                  {"timeout", options.timeout.count()},
                   {"requirements", json::array()}};
+  UniqueFd wheelhouse;
+  std::unique_ptr<IndexChannel> channel;
+  const std::string channel_dir = staging + "/channel";
+  struct RemoveChannelDir {
+    const std::string& dir;
+    ~RemoveChannelDir() { (void)RemoveTree(dir); }
+  } remove_channel_dir{channel_dir};
+  if (options.index != nullptr) {
+    if (mkdir(channel_dir.c_str(), 0755) != 0) {
+      return Errno(ErrorCode::kInternal, "mkdir " + channel_dir);
+    }
+    MCPEXEC_ASSIGN_OR_RETURN(channel, IndexChannel::Open(channel_dir, *options.index,
+                                                         options.downloads, options.allow,
+                                                         options.max_bytes));
+    // The wheels come into the workspace before they are unpacked beside them.
+    spec.workspace_bytes += options.max_bytes;
+    spec.read_only_binds = {{options.pip_dir, kInstallerPipMount},
+                            {channel_dir, kWheelhouseMount}};
+    request["index"] = true;
+  } else {
+    wheelhouse = UniqueFd(open(options.wheelhouse.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!wheelhouse.Valid()) {
+      return Errno(ErrorCode::kUnavailable, "open the wheelhouse " + options.wheelhouse);
+    }
+    spec.read_only_binds = {{options.pip_dir, kInstallerPipMount},
+                            {options.wheelhouse, kWheelhouseMount}};
+  }
+  MCPEXEC_ASSIGN_OR_RETURN(auto plan, sandbox::Compile(spec, std::move(backend)));
+
   for (const Requirement& r : requirements) request["requirements"].push_back(r.text);
   sandbox::Program program;
   program.code.assign(reinterpret_cast<const char*>(kInstallerDriver), kInstallerDriverSize);
@@ -131,35 +205,13 @@ Result<Installation> Install(const sandbox::SandboxSpec& base,
       hooks.on_progress(elapsed);
     };
   }
-  MCPEXEC_ASSIGN_OR_RETURN(sandbox::RunResult run,
-                           engine::MakeColdEngine(plan)->Run(program, limits, run_hooks));
-  switch (run.outcome) {
-    case sandbox::Outcome::kTimedOut:
-      return MakeError(ErrorCode::kDeadlineExceeded,
-                       "installing the packages took longer than "
-                       "MCP_EXEC_PACKAGE_INSTALL_TIMEOUT_S (" +
-                           std::to_string(options.timeout.count()) + " s)");
-    case sandbox::Outcome::kCancelled:
-      return MakeError(ErrorCode::kUnavailable, "cancelled while the packages were installed");
-    case sandbox::Outcome::kOomKilled:
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "the package installer ran out of memory (MCP_EXEC_MEMORY_MAX): the "
-                       "packages are too large for this server");
-    default: break;
-  }
-  if (run.oom_killed) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "the package installer ran out of memory (MCP_EXEC_MEMORY_MAX): the "
-                     "packages are too large for this server");
-  }
-  if (run.outcome != sandbox::Outcome::kExited || run.exit_code != 0 || run.truncated) {
-    return MakeError(ErrorCode::kInternal,
-                     "the package installer failed (" + std::string(OutcomeName(run.outcome)) +
-                         ", exit " + std::to_string(run.exit_code) +
-                         "): " + Tail(run.stderr_data, 2000));
-  }
+  auto ran = engine::MakeColdEngine(plan)->Run(program, limits, run_hooks);
+  // The sandbox is gone: a transfer the channel still makes for it ends now, and says so.
+  if (channel) channel->Stop();
+  MCPEXEC_ASSIGN_OR_RETURN(sandbox::RunResult run, std::move(ran));
   MCPEXEC_ASSIGN_OR_RETURN(std::vector<Installed> installed,
-                           ReadAnswer(run.stdout_data, wheelhouse.Get(), options));
+                           WithProblems(ResolvedSet(run, options, wheelhouse.Get(), channel.get()),
+                                        channel.get()));
   if (!installed.empty()) {
     const std::string site = staging + "/site";
     if (mkdir(site.c_str(), 0755) != 0) return Errno(ErrorCode::kInternal, "mkdir " + site);

@@ -29,8 +29,15 @@ inline constexpr uint64_t kMaxMetadataBytes = 1 << 20;
 // The most files a layer may hold.
 inline constexpr size_t kMaxLayerFiles = 100'000;
 
+class IndexClient;
+
 struct InstallerOptions {
-  std::string wheelhouse;  // host directory of wheels
+  std::string wheelhouse;  // host directory of wheels; or else:
+  // An index, which pip reaches through the supervisor's channel (index_channel.h), the checked
+  // wheels kept in `downloads`, pages asked for only of the projects in `allow` (empty: any).
+  const IndexClient* index = nullptr;
+  std::string downloads;
+  std::vector<std::string> allow;
   std::string pip_dir = kDefaultPipDir;
   size_t max_packages = 32;
   uint64_t max_bytes = 128ull << 20;
@@ -61,7 +68,8 @@ struct Installation {
 };
 
 // Resolves and installs `requirements` in a sandbox like `base` (the call's environment, cold)
-// under `backend`, writing the layer into `staging/site`. Refusals (no such wheel, a conflict
+// under `backend`, writing the layer into `staging/site` (and the index's channel, for the
+// installation's length, into `staging/channel`). Refusals (no such wheel, a conflict
 // with the environment, a hostile wheel, a cap) are kInvalidArgument with pip's or the check's
 // words; a timeout is kDeadlineExceeded; a cancelled install kUnavailable.
 Result<Installation> Install(const sandbox::SandboxSpec& base,

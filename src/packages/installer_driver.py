@@ -1,9 +1,11 @@
 """mcp-exec's package installer (docs/packages.md). It runs as the program of an installer
-sandbox, never in a run's: the environment's image, no network, pip and the wheelhouse mounted
-read-only. It reads {"requirements", "max_packages", "max_bytes", "max_metadata_bytes"} as JSON
-on stdin and:
+sandbox, never in a run's: the environment's image, no network, pip mounted read-only, and at
+/usr/lib/mcp-exec/wheelhouse either the wheelhouse (read-only) or, for an index, a directory
+holding the supervisor's channel socket (index_channel.h), which pip reaches through a relay on
+the sandbox's loopback. It reads {"requirements", "max_packages", "max_bytes",
+"max_metadata_bytes", "index", "timeout"} as JSON on stdin and:
 
-1. resolves the requirements with pip against the wheelhouse, wheels only, with every
+1. resolves the requirements with pip against the wheelhouse or the index, wheels only, with every
    distribution the image has pinned to its installed version (a requirement that needs another
    version of one is a conflict, never an upgrade);
 2. checks every wheel of the resolved set before anything is unpacked: entries confined to the
@@ -21,9 +23,13 @@ import importlib.metadata
 import json
 import os
 import re
+import socket
 import stat
 import subprocess
 import sys
+import threading
+import urllib.error
+import urllib.request
 import zipfile
 
 WHEELHOUSE = "/usr/lib/mcp-exec/wheelhouse"
@@ -32,6 +38,7 @@ LAYER_MOUNT = "/usr/lib/mcp-exec/packages"
 SITE = "/tmp/outputs/site"
 REPORT = "/tmp/report.json"
 LINKS = "/tmp/wheels"
+CHANNEL = WHEELHOUSE + "/index.sock"
 CONSTRAINTS = "/tmp/constraints.txt"
 MAX_ENTRIES = 100_000
 PIP_ERROR_BYTES = 3000
@@ -81,6 +88,105 @@ def pip_errors(done):
     return text[-PIP_ERROR_BYTES:]
 
 
+class Wheelhouse:
+    """The operator's directory of wheels, bound read-only."""
+    name = "the wheelhouse"
+
+    def __init__(self, max_metadata_bytes):
+        self.refused = admissible_wheels(max_metadata_bytes)
+
+    def files_of(self, project):
+        return [f for f in wheelhouse_files() if project_of(f) == project]
+
+    def pip_args(self):
+        return ["--no-index", "--find-links", LINKS]
+
+    def file_of(self, url):
+        """The wheel file of a report's download URL: (name, sha256 or None)."""
+        for prefix in ("file://" + LINKS + "/", "file://" + WHEELHOUSE + "/"):
+            if url.startswith(prefix) and "/" not in url[len(prefix):]:
+                return url[len(prefix):], None
+        raise Refused('pip chose "%s" from outside the wheelhouse' % url)
+
+    def local(self, entry):
+        return os.path.join(WHEELHOUSE, entry["file"])
+
+
+class Index:
+    """The operator's index, through the supervisor's channel: a relay on this sandbox's
+    loopback passes pip's connections to the channel's socket, the only way out."""
+    name = "the index"
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        self.base = "http://127.0.0.1:%d" % listener.getsockname()[1]
+        threading.Thread(target=self._relay, args=(listener,), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def _relay(self, listener):
+        while True:
+            conn, _ = listener.accept()
+            up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                up.connect(CHANNEL)
+            except OSError:
+                conn.close()
+                continue
+            threading.Thread(target=self._pump, args=(conn, up), daemon=True).start()
+            threading.Thread(target=self._pump, args=(up, conn), daemon=True).start()
+
+    def files_of(self, project):
+        try:
+            with urllib.request.urlopen("%s/simple/%s/" % (self.base, project),
+                                        timeout=self.timeout) as page:
+                text = page.read().decode("utf-8", "replace")
+        except (OSError, urllib.error.URLError):
+            return []
+        return re.findall(r">([^<>/]+)</a>", text)
+
+    def pip_args(self):
+        return ["--index-url", self.base + "/simple/", "--retries", "0",
+                "--timeout", str(self.timeout)]
+
+    def file_of(self, url):
+        match = re.match(re.escape(self.base) + r"/files/([0-9a-f]{64})/([^/#?]+)$", url)
+        if not match:
+            raise Refused('pip chose "%s", which the channel did not list' % url)
+        return match.group(2), match.group(1)
+
+    def local(self, entry):
+        """Fetches the wheel through the channel into the workspace; checks its sha256."""
+        os.makedirs(LINKS, exist_ok=True)
+        path = os.path.join(LINKS, entry["file"])
+        digest = hashlib.sha256()
+        with urllib.request.urlopen("%s/files/%s/%s" % (self.base, entry["sha256"], entry["file"]),
+                                    timeout=self.timeout) as src, open(path, "wb") as dst:
+            for block in iter(lambda: src.read(1 << 20), b""):
+                digest.update(block)
+                dst.write(block)
+        if digest.hexdigest() != entry["sha256"]:
+            raise Refused("%s arrived with another sha256 than the index's" % entry["file"])
+        return path
+
+
 def wheelhouse_files():
     try:
         return sorted(os.listdir(WHEELHOUSE))
@@ -103,8 +209,8 @@ def project_of(filename):
     return normalize(match.group(1)) if match else None
 
 
-def explain_no_match(error_text):
-    """pip found nothing for a name: say whether the wheelhouse has only an sdist of it, or only
+def explain_no_match(error_text, source):
+    """pip found nothing for a name: say whether the source has only an sdist of it, or only
     wheels for another platform or Python."""
     missing = re.findall(r"No matching distribution found for ([A-Za-z0-9._-]+)", error_text)
     if not missing:
@@ -112,13 +218,13 @@ def explain_no_match(error_text):
     from pip._vendor.packaging import tags
     supported = {str(t) for t in tags.sys_tags()}
     name = normalize(missing[0])
-    files = [f for f in wheelhouse_files() if project_of(f) == name]
+    files = source.files_of(name)
     sdists = [f for f in files if not f.endswith(".whl")]
     wheels = [f for f in files if f.endswith(".whl")]
     if sdists and not wheels:
-        return ('"%s": the wheelhouse has only an sdist (%s); building one runs its code, so '
-                'mcp-exec installs wheels only: add a wheel of it to the wheelhouse'
-                % (missing[0], ", ".join(sdists)))
+        return ('"%s": %s has only an sdist (%s); building one runs its code, so '
+                'mcp-exec installs wheels only: add a wheel of it to %s'
+                % (missing[0], source.name, ", ".join(sdists), source.name))
     unfit = []
     for wheel in wheels:
         parts = wheel[:-4].split("-")
@@ -128,11 +234,12 @@ def explain_no_match(error_text):
             if not wheel_tags & supported:
                 unfit.append(wheel)
     if unfit:
-        return ('"%s": no wheel in the wheelhouse fits this environment (Python %d.%d, %s): '
-                'found only %s' % (missing[0], sys.version_info[0], sys.version_info[1],
-                                   next(iter(tags.sys_tags())).platform, ", ".join(unfit)))
+        return ('"%s": no wheel in %s fits this environment (Python %d.%d, %s): '
+                'found only %s' % (missing[0], source.name, sys.version_info[0],
+                                   sys.version_info[1], next(iter(tags.sys_tags())).platform,
+                                   ", ".join(unfit)))
     if not files:
-        return '"%s": no such project in the wheelhouse' % missing[0]
+        return '"%s": no such project in %s' % (missing[0], source.name)
     return None
 
 
@@ -171,20 +278,19 @@ def admissible_wheels(max_metadata_bytes):
     return refused
 
 
-def resolve(requirements, max_metadata_bytes):
+def resolve(requirements, source):
     write_constraints()
-    refused = admissible_wheels(max_metadata_bytes)
-    done = pip(["install", "--no-index", "--find-links", LINKS, "--only-binary", ":all:",
+    done = pip(["install"] + source.pip_args() + ["--only-binary", ":all:",
                 "--dry-run", "--report", REPORT, "--constraint", CONSTRAINTS,
                 "--"] + requirements)
     if done.returncode != 0:
         text = pip_errors(done)
         for name in re.findall(r"No matching distribution found for ([A-Za-z0-9._-]+)", text):
-            bad = ["%s %s" % (f, why) for f, why in sorted(refused.items())
+            bad = ["%s %s" % (f, why) for f, why in sorted(getattr(source, "refused", {}).items())
                    if project_of(f) == normalize(name)]
             if bad:
                 raise Refused('"%s": its wheel %s' % (name, "; ".join(bad)))
-        explained = explain_no_match(text)
+        explained = explain_no_match(text, source)
         if "conflicting dependencies" in text or "ResolutionImpossible" in text:
             raise Refused("the packages cannot be installed beside this environment's own "
                           "(pinned to the versions it has):\n" + text)
@@ -194,20 +300,15 @@ def resolve(requirements, max_metadata_bytes):
     resolved = []
     for item in report.get("install", []):
         meta = item.get("metadata", {})
-        url = item.get("download_info", {}).get("url", "")
-        prefix = next((p for p in ("file://" + LINKS + "/", "file://" + WHEELHOUSE + "/")
-                       if url.startswith(p)), None)
-        if prefix is None or "/" in url[len(prefix):]:
-            raise Refused('pip chose "%s" from outside the wheelhouse' % url)
+        name, sha256 = source.file_of(item.get("download_info", {}).get("url", ""))
         resolved.append({"name": meta.get("name", ""), "version": meta.get("version", ""),
-                         "file": url[len(prefix):]})
+                         "file": name, "sha256": sha256})
     return resolved
 
 
-def check_wheel(entry, max_bytes, max_metadata_bytes):
-    """Returns the declared unpacked size of the wheel `entry` names; refuses what a layer may
-    not hold."""
-    path = os.path.join(WHEELHOUSE, entry["file"])
+def check_wheel(entry, path, max_bytes, max_metadata_bytes):
+    """Returns the declared unpacked size of the wheel at `path`; refuses what a layer may not
+    hold."""
     label = '"%s" (%s)' % (entry["name"], entry["file"])
     if not entry["file"].endswith(".whl"):
         raise Refused("%s is not a wheel: mcp-exec installs wheels only" % label)
@@ -252,8 +353,7 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def install(resolved):
-    files = [os.path.join(WHEELHOUSE, entry["file"]) for entry in resolved]
+def install(files):
     done = pip(["install", "--no-index", "--no-deps", "--only-binary", ":all:", "--no-compile",
                 "--target", SITE, "--quiet", "--"] + files)
     if done.returncode != 0:
@@ -267,21 +367,29 @@ def install(resolved):
 def main():
     request = json.load(sys.stdin)
     try:
-        resolved = resolve(request["requirements"], request["max_metadata_bytes"])
+        source = (Index(request["timeout"]) if request.get("index")
+                  else Wheelhouse(request["max_metadata_bytes"]))
+        resolved = resolve(request["requirements"], source)
         if len(resolved) > request["max_packages"]:
             raise Refused("the packages need %d distributions with their dependencies (%s), over "
                           "MCP_EXEC_MAX_PACKAGES, at most %d" % (
                               len(resolved), ", ".join(e["name"] for e in resolved),
                               request["max_packages"]))
         total = 0
+        files = []
         for entry in resolved:
-            total += check_wheel(entry, request["max_bytes"], request["max_metadata_bytes"])
+            if not re.match(r"^[A-Za-z0-9._+!-]+\.whl$", entry["file"]):
+                raise Refused('"%s" (%s) is not a wheel: mcp-exec installs wheels only'
+                              % (entry["name"], entry["file"]))
+            path = source.local(entry)
+            total += check_wheel(entry, path, request["max_bytes"], request["max_metadata_bytes"])
             if total > request["max_bytes"]:
                 raise Refused("the packages unpack to more than %d bytes "
                               "(MCP_EXEC_PACKAGE_MAX_BYTES)" % request["max_bytes"])
-            entry["sha256"] = sha256_of(os.path.join(WHEELHOUSE, entry["file"]))
+            entry["sha256"] = sha256_of(path)
+            files.append(path)
         if resolved:
-            install(resolved)
+            install(files)
     except Refused as e:
         json.dump({"error": str(e)}, sys.stdout)
         return

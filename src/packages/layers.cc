@@ -154,7 +154,8 @@ Result<std::shared_ptr<PackageLayers>> PackageLayers::Open(
                          options.cache_dir + "\"");
   }
   struct stat st;
-  if (stat(options.installer.wheelhouse.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (!options.index &&
+      (stat(options.installer.wheelhouse.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
     return MakeError(ErrorCode::kNotFound,
                      "MCP_EXEC_WHEELHOUSE " + options.installer.wheelhouse +
                          " is not a directory: create it and put wheels (.whl) in it");
@@ -172,9 +173,10 @@ Result<std::shared_ptr<PackageLayers>> PackageLayers::Open(
     MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir.substr(0, at)));
   }
   MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir));
-  for (auto [path, readable, what] :
-       {std::tuple{options.installer.wheelhouse, true, "MCP_EXEC_WHEELHOUSE"},
-        std::tuple{options.cache_dir, false, "MCP_EXEC_PACKAGE_CACHE"}}) {
+  std::vector<std::tuple<std::string, bool, const char*>> reached = {
+      {options.cache_dir, false, "MCP_EXEC_PACKAGE_CACHE"}};
+  if (!options.index) reached.emplace_back(options.installer.wheelhouse, true, "MCP_EXEC_WHEELHOUSE");
+  for (const auto& [path, readable, what] : reached) {
     if (std::string blocked = UnreachableBySandboxes(path, readable); !blocked.empty()) {
       return MakeError(ErrorCode::kFailedPrecondition,
                        std::string(what) + " " + path + " is out of the sandboxes' reach: they " +
@@ -187,8 +189,24 @@ Result<std::shared_ptr<PackageLayers>> PackageLayers::Open(
   MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/layers"));
   MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/staging"));
   MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/requests"));
+  MCPEXEC_RETURN_IF_ERROR(MakeDir(options.cache_dir + "/downloads"));
   RemoveAbandoned(options.cache_dir + "/staging");
   return std::shared_ptr<PackageLayers>(new PackageLayers(std::move(options), std::move(backend)));
+}
+
+PackageLayers::PackageLayers(StoreOptions options, std::shared_ptr<limits::LimitsBackend> backend)
+    : options_(std::move(options)), backend_(std::move(backend)) {
+  options_.installer.allow = options_.allow;
+  options_.installer.downloads = options_.cache_dir + "/downloads";
+  if (options_.index) {
+    index_ = std::make_unique<IndexClient>(*options_.index);
+    options_.installer.index = index_.get();
+  }
+}
+
+Result<std::string> PackageLayers::SourceState() const {
+  if (index_) return "index " + index_->Options().url;
+  return WheelhouseState(options_.installer.wheelhouse);
 }
 
 Result<std::vector<Requirement>> PackageLayers::Check(const std::vector<std::string>& texts) const {
@@ -314,11 +332,11 @@ Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
                                         const std::string& identity,
                                         const std::vector<Requirement>& requirements,
                                         const InstallerHooks& hooks) {
-  MCPEXEC_ASSIGN_OR_RETURN(std::string wheelhouse, WheelhouseState(options_.installer.wheelhouse));
+  MCPEXEC_ASSIGN_OR_RETURN(std::string source, SourceState());
   std::vector<std::string> keys;
   for (const Requirement& r : requirements) keys.push_back(r.key);
   std::sort(keys.begin(), keys.end());
-  std::string request = std::string(kLayerFormat) + "\n" + identity + "\n" + wheelhouse + "\n";
+  std::string request = std::string(kLayerFormat) + "\n" + identity + "\n" + source + "\n";
   for (const std::string& k : keys) request += k + "\n";
   const std::string request_key = Sha256Hex(request);
 
@@ -326,8 +344,14 @@ Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
   {
     std::unique_lock lock(mutex_);
     for (;;) {
-      if (auto known = resolved_.find(request_key); known != resolved_.end()) {
-        const std::string key = known->second;
+      auto known = resolved_.find(request_key);
+      if (known != resolved_.end() && index_ &&
+          std::chrono::system_clock::now() - known->second.at > kIndexResolutionTtl) {
+        resolved_.erase(known);  // resolve it again: the index may have a newer release
+        known = resolved_.end();
+      }
+      if (known != resolved_.end()) {
+        const std::string key = known->second.key;
         lock.unlock();
         auto cached = Cached(base, identity, key);
         if (cached.ok() || cached.error().code != ErrorCode::kNotFound) return cached;
@@ -338,10 +362,18 @@ Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
       auto it = installing_.find(request_key);
       if (it == installing_.end()) {
         // Resolved by an earlier process (a server before a restart, another `run`).
-        auto known = ReadFile(RequestFile(request_key));
-        if (known.ok() && (known->empty() || known->size() == 64)) {
-          resolved_[request_key] = *known;
-          continue;
+        const std::string file = RequestFile(request_key);
+        struct stat st;
+        auto remembered = ReadFile(file);
+        if (remembered.ok() && (remembered->empty() || remembered->size() == 64) &&
+            stat(file.c_str(), &st) == 0) {
+          resolved_[request_key] = {
+              *remembered, std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec)};
+          if (!index_ || std::chrono::system_clock::now() - resolved_[request_key].at <=
+                             kIndexResolutionTtl) {
+            continue;
+          }
+          resolved_.erase(request_key);
         }
         break;
       }
@@ -357,7 +389,7 @@ Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
     std::lock_guard lock(mutex_);
     flight->done = true;
     if (key.ok()) {
-      resolved_[request_key] = *key;
+      resolved_[request_key] = {*key, std::chrono::system_clock::now()};
       RememberRequest(request_key, *key);
     } else {
       flight->error = key.error();

@@ -4,6 +4,7 @@
 // at the same time; a set already installed costs a directory listing and a map look-up.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "base/result.h"
 #include "engine/engine.h"
 #include "limits/limits.h"
+#include "packages/index_client.h"
 #include "packages/installer.h"
 #include "packages/requirements.h"
 #include "sandbox/spec.h"
@@ -22,10 +24,16 @@
 namespace mcpexec::packages {
 
 struct StoreOptions {
-  InstallerOptions installer;
+  InstallerOptions installer;  // its index, downloads and allow are the store's to set
+  // The package source, when it is an index rather than installer.wheelhouse.
+  std::optional<IndexOptions> index;
   std::string cache_dir;
   std::vector<std::string> allow;  // normalised project names; empty: any
 };
+
+// How long a request resolved against an index keeps its answer: a requirement that is not
+// pinned may resolve to a newer release later. A wheelhouse's answer lasts while its files do.
+inline constexpr std::chrono::seconds kIndexResolutionTtl{3600};
 
 // What a run with packages gets.
 struct LayerRun {
@@ -58,8 +66,9 @@ class PackageLayers {
                            const InstallerHooks& hooks);
 
  private:
-  PackageLayers(StoreOptions options, std::shared_ptr<limits::LimitsBackend> backend)
-      : options_(std::move(options)), backend_(std::move(backend)) {}
+  PackageLayers(StoreOptions options, std::shared_ptr<limits::LimitsBackend> backend);
+  // What the source holds now, for a request's key: the wheelhouse's files, or the index's URL.
+  Result<std::string> SourceState() const;
   // Installs the set (the thread that claimed its request); the layer's key, "" for none.
   Result<std::string> InstallNew(const sandbox::SandboxSpec& base, const std::string& identity,
                                  const std::vector<Requirement>& requirements,
@@ -73,14 +82,19 @@ class PackageLayers {
   std::string RequestFile(const std::string& request_key) const;
   void RememberRequest(const std::string& request_key, const std::string& key);
 
-  const StoreOptions options_;
+  StoreOptions options_;
   const std::shared_ptr<limits::LimitsBackend> backend_;
+  std::unique_ptr<IndexClient> index_;
 
   std::mutex mutex_;
   std::condition_variable done_;
   // A request's key (environment, wheelhouse state, requirements) -> its layer's key ("" when it
   // needs none): a set asked for again skips pip. Kept on disk too (RequestFile).
-  std::map<std::string, std::string> resolved_;
+  struct Resolution {
+    std::string key;
+    std::chrono::system_clock::time_point at;
+  };
+  std::map<std::string, Resolution> resolved_;
   // A request being installed now, which later calls for it wait for.
   struct Flight {
     bool done = false;

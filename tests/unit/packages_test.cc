@@ -15,6 +15,8 @@
 #include "config/config.h"
 #include "exec/packages_config.h"
 #include "packages/digest.h"
+#include "packages/index_client.h"
+#include "packages/index_page.h"
 #include "packages/layer_tree.h"
 #include "packages/requirements.h"
 
@@ -173,6 +175,112 @@ TEST_F(LayerTreeTest, RemoveTreeRemovesAReadOnlyTree) {
   ASSERT_TRUE(RemoveTree(dir_).ok());
   EXPECT_FALSE(std::filesystem::exists(dir_));
   EXPECT_TRUE(RemoveTree(dir_).ok());
+}
+
+}  // namespace
+}  // namespace mcpexec::packages
+
+namespace mcpexec::packages {
+namespace {
+
+TEST(IndexPage, UrlsResolveAsBrowsersDo) {
+  const std::string page = "https://pypi.example.com/simple/tabulate/";
+  EXPECT_EQ(ResolveUrl(page, "../../files/t-1.whl#sha256=ab"),
+            "https://pypi.example.com/files/t-1.whl#sha256=ab");
+  EXPECT_EQ(ResolveUrl(page, "/packages/t-1.whl"), "https://pypi.example.com/packages/t-1.whl");
+  EXPECT_EQ(ResolveUrl(page, "t-1.whl"), "https://pypi.example.com/simple/tabulate/t-1.whl");
+  EXPECT_EQ(ResolveUrl(page, "./t-1.whl"), "https://pypi.example.com/simple/tabulate/t-1.whl");
+  EXPECT_EQ(ResolveUrl(page, "//files.example.com/t-1.whl"), "https://files.example.com/t-1.whl");
+  EXPECT_EQ(ResolveUrl(page, "https://other.example.com/t.whl"), "https://other.example.com/t.whl");
+  EXPECT_EQ(ResolveUrl(page, "../../../../x"), "https://pypi.example.com/x");
+}
+
+TEST(IndexPage, OriginsCompareSchemeHostAndPort) {
+  EXPECT_EQ(OriginOf("https://Pypi.Example.com:443/simple/"), "https://pypi.example.com");
+  EXPECT_EQ(OriginOf("https://127.0.0.1:8443/simple/x/"), "https://127.0.0.1:8443");
+  EXPECT_NE(OriginOf("https://127.0.0.2:8443/"), OriginOf("https://127.0.0.1:8443/"));
+  EXPECT_EQ(OriginOf("https://user:pw@host/"), "");
+  EXPECT_EQ(OriginOf("file:///etc/passwd"), "");
+  EXPECT_EQ(OriginOf("/relative"), "");
+}
+
+TEST(IndexPage, Pep503AnchorsGiveFilesHashesAndAttributes) {
+  const std::string sha(64, 'a');
+  const std::string html =
+      "<!DOCTYPE html><html><body>\n"
+      "<a href=\"../../files/t-1.0-py3-none-any.whl#sha256=" + sha +
+      "\" data-requires-python=\"&gt;=3.7\">t-1.0-py3-none-any.whl</a><br/>\n"
+      "<A HREF='/files/t-0.9.tar.gz' data-yanked>t-0.9.tar.gz</A>\n"
+      "<a href=\"t-2.whl#sha256=nothex\">t-2.whl</a>\n"
+      "</body></html>";
+  auto files = ParseIndexPage(html, "text/html", "https://i.example/simple/t/");
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  ASSERT_EQ(files->size(), 3u);
+  EXPECT_EQ((*files)[0].filename, "t-1.0-py3-none-any.whl");
+  EXPECT_EQ((*files)[0].url, "https://i.example/files/t-1.0-py3-none-any.whl");
+  EXPECT_EQ((*files)[0].sha256, sha);
+  EXPECT_EQ((*files)[0].requires_python, ">=3.7");
+  EXPECT_TRUE((*files)[1].yanked);
+  EXPECT_EQ((*files)[1].sha256, "");
+  EXPECT_EQ((*files)[2].sha256, "");  // not a sha256: as if none
+}
+
+TEST(IndexPage, Pep691JsonGivesTheSame) {
+  const std::string sha(64, 'b');
+  const std::string body = R"({"meta": {"api-version": "1.0"}, "name": "t", "files": [
+      {"filename": "t-1.whl", "url": "../../files/t-1.whl", "hashes": {"sha256": ")" + sha +
+                           R"("}, "requires-python": ">=3.8", "yanked": "broken"},
+      {"filename": "t-2.whl", "url": "https://i.example/files/t-2.whl", "hashes": {}}]})";
+  auto files = ParseIndexPage(body, "application/vnd.pypi.simple.v1+json",
+                              "https://i.example/simple/t/");
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].url, "https://i.example/files/t-1.whl");
+  EXPECT_EQ((*files)[0].sha256, sha);
+  EXPECT_TRUE((*files)[0].yanked);
+  EXPECT_EQ((*files)[0].yanked_reason, "broken");
+  EXPECT_EQ((*files)[1].sha256, "");
+  EXPECT_FALSE(ParseIndexPage("{}", "application/vnd.pypi.simple.v1+json", "https://i/").ok());
+}
+
+TEST(IndexPage, TheRenderedPageListsOnlyCheckableFilesPointingAtTheChannel) {
+  std::vector<IndexFile> files(2);
+  files[0].filename = "t-1.whl";
+  files[0].sha256 = std::string(64, 'c');
+  files[0].requires_python = ">=3.7";
+  files[1].filename = "t-2.whl";  // no sha256
+  const std::string page = RenderIndexPage(files, "/files/");
+  EXPECT_THAT(page, HasSubstr("href=\"/files/" + files[0].sha256 + "/t-1.whl#sha256=" +
+                              files[0].sha256 + "\""));
+  EXPECT_THAT(page, HasSubstr("data-requires-python=\"&gt;=3.7\""));
+  EXPECT_THAT(page, ::testing::Not(HasSubstr("t-2.whl")));
+  auto back = ParseIndexPage(page, "text/html", "http://127.0.0.1:1/simple/t/");
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].requires_python, ">=3.7");
+}
+
+TEST(IndexOptions, HttpsOnlyAndCredentialsFromAPrivateFile) {
+  EXPECT_FALSE(ReadIndexOptions("http://i.example/simple/", "", "", std::chrono::seconds(1)).ok());
+  EXPECT_FALSE(ReadIndexOptions("file:///srv/index", "", "", std::chrono::seconds(1)).ok());
+  auto ok = ReadIndexOptions("https://i.example/simple", "", "", std::chrono::seconds(1));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->url, "https://i.example/simple/");
+  char dir_template[] = "/tmp/mcp-exec-cred-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string file = dir + "/credentials";
+  { std::ofstream(file) << "user:secret\n"; }
+  chmod(file.c_str(), 0644);
+  auto open_file = ReadIndexOptions("https://i.example/", "", file, std::chrono::seconds(1));
+  ASSERT_FALSE(open_file.ok());
+  EXPECT_THAT(open_file.error().message, HasSubstr("chmod 600"));
+  chmod(file.c_str(), 0600);
+  auto read = ReadIndexOptions("https://i.example/", "", file, std::chrono::seconds(1));
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->credentials, "user:secret");
+  EXPECT_FALSE(ReadIndexOptions("https://i.example/", dir + "/no-ca.pem", "",
+                                std::chrono::seconds(1)).ok());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
