@@ -4,23 +4,37 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "packages/libraries.h"
 
 namespace mcpexec::packages {
 
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) {
-  // Only a failed allocation fails here, which std::bad_alloc reports for the rest of the code.
-  if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) throw std::bad_alloc();
+Sha256::Sha256() {
+  auto lib = LoadCrypto();
+  if (!lib.ok()) {
+    std::fprintf(stderr, "mcp-exec: %s\n", lib.error().message.c_str());
+    std::abort();
+  }
+  lib_ = *lib;
+  ctx_ = lib_->md_ctx_new();
+  if (ctx_ == nullptr || lib_->digest_init_ex(ctx_, lib_->sha256(), nullptr) != 1) {
+    throw std::bad_alloc();
+  }
 }
 
-void Sha256::Update(std::string_view data) { EVP_DigestUpdate(ctx_.get(), data.data(), data.size()); }
+Sha256::~Sha256() { lib_->md_ctx_free(ctx_); }
+
+void Sha256::Update(std::string_view data) { lib_->digest_update(ctx_, data.data(), data.size()); }
 
 std::string Sha256::HexDigest() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
-  EVP_DigestFinal_ex(ctx_.get(), md, &n);
+  lib_->digest_final_ex(ctx_, md, &n);
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
   for (unsigned int i = 0; i < n; ++i) {

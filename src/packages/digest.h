@@ -12,16 +12,23 @@
 
 namespace mcpexec::packages {
 
-// A digest fed piece by piece.
+struct CryptoLibrary;
+
+// A digest fed piece by piece. libcrypto (libraries.h) must load: PackageLayers::Open checks it
+// before any digest is made, and a digest made without it aborts.
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   void Update(std::string_view data);
   // The digest of everything fed; call once.
   std::string HexDigest();
 
  private:
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_;
+  const CryptoLibrary* lib_;
+  EVP_MD_CTX* ctx_;
 };
 
 std::string Sha256Hex(std::string_view data);

@@ -52,14 +52,16 @@ Result<std::unique_ptr<IndexChannel>> IndexChannel::Open(const std::string& dir,
                                                          uint64_t max_file_bytes) {
   std::unique_ptr<IndexChannel> channel(
       new IndexChannel(client, std::move(downloads), std::move(allow), max_file_bytes));
+  // A socket's path is at most 107 bytes, and the cache's may be longer: bound through the
+  // directory's descriptor (/proc/self/fd/N/index.sock), the path is short whatever the cache's.
+  UniqueFd dir_fd(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd.Valid()) return Errno(ErrorCode::kInternal, "open " + dir);
   const std::string path = dir + "/" + kIndexSocketName;
+  const std::string short_path =
+      "/proc/self/fd/" + std::to_string(dir_fd.Get()) + "/" + kIndexSocketName;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "the package cache's path is too long for a socket: " + path);
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  std::memcpy(addr.sun_path, short_path.c_str(), short_path.size() + 1);
   channel->listener_ = UniqueFd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!channel->listener_.Valid()) return Errno(ErrorCode::kInternal, "socket");
   if (bind(channel->listener_.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||

@@ -1,13 +1,12 @@
 #include "packages/index_client.h"
 
-#include <curl/curl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <memory>
-#include <mutex>
 
 #include "base/sys.h"
+#include "packages/libraries.h"
 #include "packages/digest.h"
 #include "packages/index_page.h"
 
@@ -18,11 +17,6 @@ namespace {
 constexpr long kStallBytesPerSecond = 1024;
 constexpr long kStallSeconds = 15;
 constexpr long kConnectSeconds = 10;
-
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 struct Transfer {
   const std::function<bool(std::string_view)>* sink;
@@ -99,9 +93,7 @@ Result<IndexOptions> ReadIndexOptions(const std::string& url, const std::string&
 }
 
 IndexClient::IndexClient(IndexOptions options)
-    : options_(std::move(options)), origin_(OriginOf(options_.url)) {
-  GlobalInit();
-}
+    : options_(std::move(options)), origin_(OriginOf(options_.url)) {}
 
 Result<IndexClient::Response> IndexClient::Get(
     const std::string& url, std::string_view accept, uint64_t max_bytes,
@@ -112,44 +104,45 @@ Result<IndexClient::Response> IndexClient::Get(
                      "the package index links " + url + ", which is not on " + origin_ +
                          ": mcp-exec fetches from the index's own host only");
   }
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
+  MCPEXEC_ASSIGN_OR_RETURN(const CurlLibrary* lib, LoadCurl());
+  std::unique_ptr<CURL, void (*)(CURL*)> curl(lib->easy_init(), lib->easy_cleanup);
   if (!curl) return MakeError(ErrorCode::kInternal, "cannot start a transfer");
   Sha256 digest;
   Transfer t{&sink, &digest};
   t.max_bytes = max_bytes;
   t.stop = stop;
   const std::string accept_header = "Accept: " + std::string(accept);
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(
-      curl_slist_append(nullptr, accept_header.c_str()), &curl_slist_free_all);
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(
+      lib->slist_append(nullptr, accept_header.c_str()), lib->slist_free_all);
   char error[CURL_ERROR_SIZE] = "";
   CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
+  lib->easy_setopt(c, CURLOPT_URL, url.c_str());
+  lib->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+  lib->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+  lib->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+  lib->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!options_.ca_file.empty()) lib->easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
   if (!options_.credentials.empty()) {
-    curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-    curl_easy_setopt(c, CURLOPT_USERPWD, options_.credentials.c_str());
+    lib->easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    lib->easy_setopt(c, CURLOPT_USERPWD, options_.credentials.c_str());
   }
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "mcp-exec");
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, kConnectSeconds);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(options_.timeout.count()));
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, kStallBytesPerSecond);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, kStallSeconds);
-  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnData);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, OnProgress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
-  const CURLcode code = curl_easy_perform(c);
+  lib->easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  lib->easy_setopt(c, CURLOPT_USERAGENT, "mcp-exec");
+  lib->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  lib->easy_setopt(c, CURLOPT_CONNECTTIMEOUT, kConnectSeconds);
+  lib->easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(options_.timeout.count()));
+  lib->easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, kStallBytesPerSecond);
+  lib->easy_setopt(c, CURLOPT_LOW_SPEED_TIME, kStallSeconds);
+  lib->easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
+  lib->easy_setopt(c, CURLOPT_WRITEFUNCTION, OnData);
+  lib->easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  lib->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  lib->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  lib->easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  lib->easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  const CURLcode code = lib->easy_perform(c);
   Response r;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  lib->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   if (t.over || code == CURLE_FILESIZE_EXCEEDED) {
     return MakeError(ErrorCode::kResourceExhausted,
                      "the package index's " + url + " is larger than " + cap_name + " (" +
@@ -161,7 +154,7 @@ Result<IndexClient::Response> IndexClient::Get(
   }
   if (t.refused) return MakeError(ErrorCode::kInternal, "cannot store " + url);
   if (code != CURLE_OK) {
-    std::string why = error[0] != '\0' ? error : curl_easy_strerror(code);
+    std::string why = error[0] != '\0' ? error : lib->easy_strerror(code);
     const bool tls = code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
                      code == CURLE_SSL_CONNECT_ERROR;
     const bool slow = code == CURLE_OPERATION_TIMEDOUT;
@@ -174,14 +167,14 @@ Result<IndexClient::Response> IndexClient::Get(
   }
   if (r.status >= 300 && r.status < 400) {
     char* location = nullptr;
-    curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &location);
+    lib->easy_getinfo(c, CURLINFO_REDIRECT_URL, &location);
     return MakeError(ErrorCode::kPermissionDenied,
                      "the package index answered " + url + " with a redirect (" +
                          std::to_string(r.status) + ") to " + (location ? location : "nowhere") +
                          ": mcp-exec follows no redirect");
   }
   char* type = nullptr;
-  curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
+  lib->easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
   r.content_type = type != nullptr ? type : "";
   r.bytes = t.bytes;
   r.sha256 = digest.HexDigest();

@@ -154,13 +154,18 @@ class Index:
             threading.Thread(target=self._pump, args=(up, conn), daemon=True).start()
 
     def files_of(self, project):
+        """The project's files, [] when the index has no such project, None when its page could
+        not be had (the supervisor says why)."""
         try:
             with urllib.request.urlopen("%s/simple/%s/" % (self.base, project),
                                         timeout=self.timeout) as page:
                 text = page.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as e:
+            return [] if e.code == 404 else None
         except (OSError, urllib.error.URLError):
-            return []
-        return re.findall(r">([^<>/]+)</a>", text)
+            return None
+        # A page with no link the channel kept (none had a sha256): the channel says why.
+        return re.findall(r">([^<>/]+)</a>", text) or None
 
     def pip_args(self):
         return ["--index-url", self.base + "/simple/", "--retries", "0",
@@ -219,6 +224,8 @@ def explain_no_match(error_text, source):
     supported = {str(t) for t in tags.sys_tags()}
     name = normalize(missing[0])
     files = source.files_of(name)
+    if files is None:
+        return None
     sdists = [f for f in files if not f.endswith(".whl")]
     wheels = [f for f in files if f.endswith(".whl")]
     if sdists and not wheels:

@@ -15,6 +15,7 @@
 #include "base/random.h"
 #include "base/unique_fd.h"
 #include "base/sys.h"
+#include "packages/libraries.h"
 #include "packages/digest.h"
 #include "packages/layer_tree.h"
 #include "sandbox/plan.h"
@@ -153,6 +154,8 @@ Result<std::shared_ptr<PackageLayers>> PackageLayers::Open(
                      "MCP_EXEC_PACKAGE_CACHE must be an absolute path, not \"" +
                          options.cache_dir + "\"");
   }
+  MCPEXEC_RETURN_IF_ERROR(LoadCrypto());
+  if (options.index) MCPEXEC_RETURN_IF_ERROR(LoadCurl());
   struct stat st;
   if (!options.index &&
       (stat(options.installer.wheelhouse.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
