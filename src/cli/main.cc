@@ -6,6 +6,7 @@
 #include "cli/default_rootfs.h"
 #include "cli/doctor_command.h"
 #include "cli/env_command.h"
+#include "cli/packages_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
 #include "log/log.h"
@@ -32,6 +33,8 @@ int main(int argc, char** argv, char** envp) {
   CLI::App* doctor = mcpexec::cli::AddDoctorCommand(app, doctor_options);
   mcpexec::cli::EnvOptions env_options;
   CLI::App* env = mcpexec::cli::AddEnvCommand(app, env_options);
+  mcpexec::cli::PackagesOptions packages_options;
+  CLI::App* packages = mcpexec::cli::AddPackagesCommand(app, packages_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -45,5 +48,6 @@ int main(int argc, char** argv, char** envp) {
   if (env->parsed()) {
     return mcpexec::cli::EnvCommand(rootfs, mcpexec::cli::kBuildRootfsTool, env_options);
   }
+  if (packages->parsed()) return mcpexec::cli::PackagesCommand(rootfs, packages_options);
   return 2;
 }

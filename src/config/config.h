@@ -101,6 +101,8 @@ struct Config {
   std::string package_allow;
   int max_packages = 32;  // MCP_EXEC_MAX_PACKAGES: requirements a call names, and a set's size
   uint64_t package_max_bytes = 128ull << 20;  // MCP_EXEC_PACKAGE_MAX_BYTES: a layer, unpacked
+  // MCP_EXEC_PACKAGE_CACHE_MAX_BYTES: the layers together; the least recently used go past it.
+  uint64_t package_cache_max_bytes = 2ull << 30;
   int package_install_timeout_s = 120;        // MCP_EXEC_PACKAGE_INSTALL_TIMEOUT_S
 
   // The server (mcp-exec serve).

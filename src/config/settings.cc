@@ -510,6 +510,15 @@ constexpr Setting kSettings[] = {
      .min = 1 << 20,
      .min_reason = "at least 1m",
      .store = [](Config& c, const V& v) { c.package_max_bytes = v.bytes; }},
+    {.env = "MCP_EXEC_PACKAGE_CACHE_MAX_BYTES",
+     .flag = "--package-cache-max-bytes",
+     .type = T::kBytes,
+     .default_text = "2g",
+     .help = "Package layers kept, all together; the least recently used go past it",
+     .doc = "the size of the package layers kept, all together: after an installation the "
+            "least recently used layers that no run or session holds are removed down to it "
+            "(`mcp-exec packages prune` does it by hand)",
+     .store = [](Config& c, const V& v) { c.package_cache_max_bytes = v.bytes; }},
     {.env = "MCP_EXEC_PACKAGE_INSTALL_TIMEOUT_S",
      .flag = "--package-install-timeout",
      .type = T::kInt,

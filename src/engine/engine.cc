@@ -479,6 +479,37 @@ ProcessMemory MemoryOf(const std::vector<pid_t>& inits) {
   return memory;
 }
 
+namespace {
+
+class HoldingEngine final : public Engine, public std::enable_shared_from_this<HoldingEngine> {
+ public:
+  HoldingEngine(std::shared_ptr<Engine> engine, std::shared_ptr<const void> hold)
+      : hold_(std::move(hold)), engine_(std::move(engine)) {}
+
+  const char* Name() const override { return engine_->Name(); }
+  Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
+                                 const sandbox::RunHooks& hooks) override {
+    return engine_->Run(program, limits, hooks);
+  }
+  Result<sandbox::Sandbox> TakeWarm() override { return engine_->TakeWarm(); }
+  const sandbox::LaunchPlan& Plan() const override { return engine_->Plan(); }
+  EngineState State() const override { return engine_->State(); }
+  std::vector<pid_t> HeldInits() const override { return engine_->HeldInits(); }
+  std::shared_ptr<const void> KeepAlive() override { return shared_from_this(); }
+
+ private:
+  // Declared first, destroyed last.
+  const std::shared_ptr<const void> hold_;
+  std::shared_ptr<Engine> engine_;
+};
+
+}  // namespace
+
+std::shared_ptr<Engine> MakeHoldingEngine(std::shared_ptr<Engine> engine,
+                                          std::shared_ptr<const void> hold) {
+  return std::make_shared<HoldingEngine>(std::move(engine), std::move(hold));
+}
+
 std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan) {
   return std::make_unique<ColdEngine>(std::move(plan));
 }

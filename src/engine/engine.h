@@ -79,6 +79,12 @@ ProcessMemory MemoryOf(const std::vector<pid_t>& inits);
 
 std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan);
 
+// An engine that runs as `engine` does and holds `hold` for as long as it, or a KeepAlive() it
+// gave (a session's), lives: what its user's use must keep alive (a count of an environment's
+// uses, a lock on a package layer). `engine` is let go of before `hold`.
+std::shared_ptr<Engine> MakeHoldingEngine(std::shared_ptr<Engine> engine,
+                                          std::shared_ptr<const void> hold);
+
 struct PoolOptions {
   size_t size = 2;     // sandboxes kept ready
   bool refill = true;  // false: the first `size` only (a one-shot `mcp-exec run`)

@@ -11,21 +11,18 @@ namespace {
 // still does (the run's end itself tells nobody).
 constexpr auto kInUseCheck = std::chrono::seconds(1);
 
-// An environment's engine as EngineFor hands it out when the environment may release it: it
-// counts as a use of `usage` (EnvironmentEngines::Usage) from its making (under the set's lock)
-// to its end, and so does its KeepAlive, which a session holds for its life.
+// A use of an environment's engine, counted in `usage` (EnvironmentEngines::Usage) from its
+// making (under the set's lock) to its end: what the engine EngineFor hands out holds
+// (engine::MakeHoldingEngine), and so does its KeepAlive, which a session holds for its life.
 template <class Usage>
-class HeldEngine final : public engine::Engine,
-                         public std::enable_shared_from_this<HeldEngine<Usage>> {
+class UsageHold {
  public:
-  HeldEngine(std::shared_ptr<engine::Engine> engine, std::shared_ptr<Usage> usage)
-      : engine_(std::move(engine)), usage_(std::move(usage)) {
+  explicit UsageHold(std::shared_ptr<Usage> usage) : usage_(std::move(usage)) {
     usage_->in_use.fetch_add(1, std::memory_order_acq_rel);
   }
-  // Lets go of the engine first, so that once the count says unused nothing but the set holds
-  // it; then the last use's end, never moved back by a use that ended earlier.
-  ~HeldEngine() override {
-    engine_.reset();
+  // The last use's end, never moved back by a use that ended earlier; the holding engine lets
+  // go of the engine first, so that once the count says unused nothing but the set holds it.
+  ~UsageHold() {
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
     auto last = usage_->last_end.load(std::memory_order_relaxed);
     while (last < now &&
@@ -33,22 +30,10 @@ class HeldEngine final : public engine::Engine,
     }
     usage_->in_use.fetch_sub(1, std::memory_order_acq_rel);
   }
-  HeldEngine(const HeldEngine&) = delete;
-  HeldEngine& operator=(const HeldEngine&) = delete;
-
-  const char* Name() const override { return engine_->Name(); }
-  Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
-                                 const sandbox::RunHooks& hooks) override {
-    return engine_->Run(program, limits, hooks);
-  }
-  Result<sandbox::Sandbox> TakeWarm() override { return engine_->TakeWarm(); }
-  const sandbox::LaunchPlan& Plan() const override { return engine_->Plan(); }
-  engine::EngineState State() const override { return engine_->State(); }
-  std::vector<pid_t> HeldInits() const override { return engine_->HeldInits(); }
-  std::shared_ptr<const void> KeepAlive() override { return this->shared_from_this(); }
+  UsageHold(const UsageHold&) = delete;
+  UsageHold& operator=(const UsageHold&) = delete;
 
  private:
-  std::shared_ptr<engine::Engine> engine_;
   const std::shared_ptr<Usage> usage_;
 };
 
@@ -133,7 +118,8 @@ std::shared_ptr<engine::Engine> EnvironmentEngines::EngineFor(const std::string&
       // The default environment's engine, and any when none is ever released, is handed out
       // as it is.
       if (i == default_slot_ || idle_.count() == 0) return slot.started;
-      return std::make_shared<HeldEngine<Usage>>(slot.started, slot.usage);
+      return engine::MakeHoldingEngine(slot.started,
+                                       std::make_shared<UsageHold<Usage>>(slot.usage));
     }
     if (!slot.starting && !stopping_) {
       slot.starting = true;

@@ -24,6 +24,7 @@ Result<packages::StoreOptions> PackageStoreOptionsFor(const config::Config& conf
   options.installer.max_bytes = config.package_max_bytes;
   options.installer.timeout = std::chrono::seconds(config.package_install_timeout_s);
   options.cache_dir = config.package_cache.empty() ? PackageCacheDefault() : config.package_cache;
+  options.max_cache_bytes = config.package_cache_max_bytes;
   if (!config.package_index.empty()) {
     if (!config.wheelhouse.empty()) {
       return MakeError(ErrorCode::kInvalidArgument,

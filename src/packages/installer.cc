@@ -212,12 +212,13 @@ Result<Installation> Install(const sandbox::SandboxSpec& base,
   MCPEXEC_ASSIGN_OR_RETURN(std::vector<Installed> installed,
                            WithProblems(ResolvedSet(run, options, wheelhouse.Get(), channel.get()),
                                         channel.get()));
-  if (!installed.empty()) {
+  Installation installation{std::move(installed)};
+  if (!installation.packages.empty()) {
     const std::string site = staging + "/site";
     if (mkdir(site.c_str(), 0755) != 0) return Errno(ErrorCode::kInternal, "mkdir " + site);
-    MCPEXEC_RETURN_IF_ERROR(WriteLayerTree(run.outputs, "site", site));
+    MCPEXEC_ASSIGN_OR_RETURN(installation.bytes, WriteLayerTree(run.outputs, "site", site));
   }
-  return Installation{std::move(installed)};
+  return installation;
 }
 
 }  // namespace mcpexec::packages

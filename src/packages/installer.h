@@ -65,6 +65,7 @@ struct InstallerHooks {
 // that the call owns) when the set is not empty.
 struct Installation {
   std::vector<Installed> packages;
+  uint64_t bytes = 0;  // the layer's files
 };
 
 // Resolves and installs `requirements` in a sandbox like `base` (the call's environment, cold)

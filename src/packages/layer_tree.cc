@@ -65,8 +65,9 @@ Result<void> MakeParents(const std::string& dir, std::string_view rel) {
 
 }  // namespace
 
-Result<void> WriteLayerTree(const sandbox::OutputCollection& collection,
-                            const std::string& prefix, const std::string& dir) {
+Result<uint64_t> WriteLayerTree(const sandbox::OutputCollection& collection,
+                                const std::string& prefix, const std::string& dir) {
+  uint64_t bytes = 0;
   if (collection.walk_incomplete || collection.unlisted > 0) {
     return Refused("have more files than a layer may hold");
   }
@@ -84,6 +85,7 @@ Result<void> WriteLayerTree(const sandbox::OutputCollection& collection,
     UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!fd.Valid()) return Errno(ErrorCode::kInternal, "create " + path);
     MCPEXEC_RETURN_IF_ERROR(WriteAll(fd.Get(), file.data));
+    bytes += file.data.size();
     if (fchmod(fd.Get(), 0444) != 0) return Errno(ErrorCode::kInternal, "chmod " + path);
   }
   // Read-only from the leaves up: a directory made 0555 first could not be filled.
@@ -98,7 +100,7 @@ Result<void> WriteLayerTree(const sandbox::OutputCollection& collection,
   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
     if (chmod(it->c_str(), 0555) != 0) return Errno(ErrorCode::kInternal, "chmod " + *it);
   }
-  return Ok();
+  return bytes;
 }
 
 Result<void> RemoveTree(const std::string& path) {

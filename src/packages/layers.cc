@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,29 +69,54 @@ Result<std::string> WheelhouseState(const std::string& dir) {
   return Sha256Hex(all);
 }
 
-json ManifestOf(const std::vector<Installed>& packages, const std::string& identity) {
+json ManifestOf(const Installation& installation, const std::string& identity) {
   json list = json::array();
-  for (const Installed& p : packages) {
+  for (const Installed& p : installation.packages) {
     list.push_back({{"name", p.name}, {"version", p.version}, {"file", p.file},
                     {"sha256", p.sha256}});
   }
-  return {{"format", kLayerFormat}, {"environment", identity}, {"packages", std::move(list)}};
+  return {{"format", kLayerFormat},
+          {"environment", identity},
+          {"bytes", installation.bytes},
+          {"packages", std::move(list)}};
 }
 
-Result<std::vector<Installed>> ReadManifest(const std::string& path) {
+// The layer `key`'s manifest at `path` (its packages, environment and size).
+Result<LayerInfo> ReadManifest(const std::string& path, const std::string& key) {
   MCPEXEC_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   const json manifest = json::parse(text, nullptr, false);
   if (!manifest.is_object() || manifest.value("format", "") != kLayerFormat ||
       !manifest.contains("packages") || !manifest["packages"].is_array()) {
     return MakeError(ErrorCode::kNotFound, path + " is not a layer manifest");
   }
-  std::vector<Installed> packages;
+  LayerInfo info;
+  info.key = key;
+  info.environment = manifest.value("environment", "");
+  info.bytes = manifest.value("bytes", uint64_t{0});
   for (const json& p : manifest["packages"]) {
     if (!p.is_object()) return MakeError(ErrorCode::kNotFound, path + " is malformed");
-    packages.push_back({p.value("name", ""), p.value("version", ""), p.value("file", ""),
-                        p.value("sha256", "")});
+    info.packages.push_back({p.value("name", ""), p.value("version", ""), p.value("file", ""),
+                             p.value("sha256", "")});
   }
-  return packages;
+  return info;
+}
+
+// A use of the layer whose manifest is `manifest`: a shared lock on it, which Evict's exclusive
+// one waits for no one to hold, and its modification time set to now (the layer's last use).
+// kNotFound when the layer is gone, or was evicted while the lock was waited for.
+Result<std::shared_ptr<const void>> Lease(const std::string& manifest) {
+  auto fd = std::make_shared<UniqueFd>(open(manifest.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd->Valid()) return Errno(ErrorCode::kNotFound, "open " + manifest);
+  while (flock(fd->Get(), LOCK_SH) != 0) {
+    if (errno != EINTR) return Errno(ErrorCode::kInternal, "flock " + manifest);
+  }
+  struct stat held, now;
+  if (fstat(fd->Get(), &held) != 0 || stat(manifest.c_str(), &now) != 0 ||
+      held.st_ino != now.st_ino || held.st_dev != now.st_dev) {
+    return MakeError(ErrorCode::kNotFound, manifest + " was evicted");
+  }
+  futimens(fd->Get(), nullptr);
+  return std::shared_ptr<const void>(fd);
 }
 
 // As root, the sandboxes run as MCP_EXEC_HOST_UID, which must reach the wheelhouse (the
@@ -265,21 +291,89 @@ Result<LayerRun> PackageLayers::Cached(const sandbox::SandboxSpec& base,
   LayerRun run;
   if (key.empty()) return run;
   run.key = key;
-  MCPEXEC_ASSIGN_OR_RETURN(run.packages, ReadManifest(LayerDir(key) + "/" + kManifest));
+  const std::string manifest = LayerDir(key) + "/" + kManifest;
+  MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<const void> lease, Lease(manifest));
+  MCPEXEC_ASSIGN_OR_RETURN(LayerInfo info, ReadManifest(manifest, key));
+  run.packages = std::move(info.packages);
   const std::string engine_key = identity + "/" + key;
   std::lock_guard lock(mutex_);
-  if (auto it = engines_.find(engine_key); it != engines_.end()) {
-    run.engine = it->second;
-    return run;
+  std::shared_ptr<engine::Engine>& cold = engines_[engine_key];
+  if (!cold) {
+    sandbox::SandboxSpec spec = base;
+    spec.warm = false;
+    spec.zygote = false;
+    spec.read_only_binds = {{LayerDir(key) + "/site", kLayerMount}};
+    auto plan = sandbox::Compile(spec, backend_);
+    if (!plan.ok()) {
+      engines_.erase(engine_key);
+      return plan.error();
+    }
+    if (engines_.size() > kMaxEngines) {
+      engines_.clear();
+      run.engine = engine::MakeHoldingEngine(engine::MakeColdEngine(std::move(*plan)), lease);
+      return run;
+    }
+    cold = engine::MakeColdEngine(std::move(*plan));
   }
-  sandbox::SandboxSpec spec = base;
-  spec.warm = false;
-  spec.zygote = false;
-  spec.read_only_binds = {{LayerDir(key) + "/site", kLayerMount}};
-  MCPEXEC_ASSIGN_OR_RETURN(auto plan, sandbox::Compile(spec, backend_));
-  if (engines_.size() >= kMaxEngines) engines_.clear();
-  run.engine = engines_[engine_key] = engine::MakeColdEngine(std::move(plan));
+  run.engine = engine::MakeHoldingEngine(cold, std::move(lease));
   return run;
+}
+
+Result<std::vector<LayerInfo>> PackageLayers::List() const {
+  const std::string dir = options_.cache_dir + "/layers";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return Errno(ErrorCode::kUnavailable, "open " + dir);
+  std::vector<std::string> keys;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') keys.emplace_back(e->d_name);
+  }
+  closedir(d);
+  std::vector<LayerInfo> layers;
+  for (const std::string& key : keys) {
+    const std::string manifest = LayerDir(key) + "/" + kManifest;
+    auto info = ReadManifest(manifest, key);
+    struct stat st;
+    if (!info.ok() || stat(manifest.c_str(), &st) != 0) continue;
+    info->last_used = std::chrono::system_clock::time_point(
+        std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+    UniqueFd fd(open(manifest.c_str(), O_RDONLY | O_CLOEXEC));
+    info->in_use = fd.Valid() && flock(fd.Get(), LOCK_EX | LOCK_NB) != 0;
+    layers.push_back(std::move(*info));
+  }
+  std::sort(layers.begin(), layers.end(),
+            [](const LayerInfo& a, const LayerInfo& b) { return a.last_used < b.last_used; });
+  return layers;
+}
+
+Result<std::vector<LayerInfo>> PackageLayers::Evict(uint64_t max_bytes, const std::string& keep,
+                                                    bool downloads) {
+  MCPEXEC_ASSIGN_OR_RETURN(std::vector<LayerInfo> layers, List());
+  uint64_t total = 0;
+  for (const LayerInfo& layer : layers) total += layer.bytes;
+  std::vector<LayerInfo> removed;
+  for (LayerInfo& layer : layers) {
+    if (max_bytes > 0 && total <= max_bytes) break;  // 0: every layer no run holds
+    if (layer.key == keep) continue;
+    const std::string manifest = LayerDir(layer.key) + "/" + kManifest;
+    UniqueFd fd(open(manifest.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.Valid() || flock(fd.Get(), LOCK_EX | LOCK_NB) != 0) continue;  // a run holds it
+    // Out of the cache at once (a new use finds nothing and installs again), then removed.
+    auto suffix = RandomHex(8);
+    if (!suffix.ok()) return suffix.error();
+    const std::string gone = options_.cache_dir + "/staging/" + std::to_string(getpid()) +
+                             "-evicted-" + *suffix;
+    if (rename(LayerDir(layer.key).c_str(), gone.c_str()) != 0) continue;
+    fd = UniqueFd();
+    (void)RemoveTree(gone);
+    total -= std::min(total, layer.bytes);
+    removed.push_back(std::move(layer));
+  }
+  if (downloads) {
+    const std::string dir = options_.cache_dir + "/downloads";
+    MCPEXEC_RETURN_IF_ERROR(RemoveTree(dir));
+    MCPEXEC_RETURN_IF_ERROR(MakeDir(dir));
+  }
+  return removed;
 }
 
 Result<std::string> PackageLayers::InstallNew(const sandbox::SandboxSpec& base,
@@ -314,8 +408,7 @@ Result<std::string> PackageLayers::InstallNew(const sandbox::SandboxSpec& base,
   const std::string manifest = staging.Path() + "/" + kManifest;
   UniqueFd fd(open(manifest.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
   if (!fd.Valid()) return Errno(ErrorCode::kUnavailable, "create " + manifest);
-  MCPEXEC_RETURN_IF_ERROR(
-      WriteAll(fd.Get(), ManifestOf(installation.packages, identity).dump(1) + "\n"));
+  MCPEXEC_RETURN_IF_ERROR(WriteAll(fd.Get(), ManifestOf(installation, identity).dump(1) + "\n"));
   // Renamed while still writable (moving a directory rewrites its ".."), then made read-only.
   if (rename(staging.Path().c_str(), LayerDir(key).c_str()) != 0) {
     // Another server, or an earlier request naming the same set differently, made it first.
@@ -358,8 +451,9 @@ Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
         lock.unlock();
         auto cached = Cached(base, identity, key);
         if (cached.ok() || cached.error().code != ErrorCode::kNotFound) return cached;
-        lock.lock();  // removed from the cache since: install it again
+        lock.lock();  // removed from the cache since (evicted, pruned): install it again
         resolved_.erase(request_key);
+        unlink(RequestFile(request_key).c_str());
         continue;
       }
       auto it = installing_.find(request_key);
@@ -401,6 +495,9 @@ Result<LayerRun> PackageLayers::Prepare(const sandbox::SandboxSpec& base,
   }
   done_.notify_all();
   if (!key.ok()) return key.error();
+  // The cache may now be over its size: the least recently used layers go, but this one. A
+  // failure to evict costs disk, not this call.
+  if (!key->empty()) (void)Evict(options_.max_cache_bytes, *key);
   MCPEXEC_ASSIGN_OR_RETURN(LayerRun run, Cached(base, identity, *key));
   run.installed_now = true;
   return run;

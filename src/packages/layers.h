@@ -29,6 +29,19 @@ struct StoreOptions {
   std::optional<IndexOptions> index;
   std::string cache_dir;
   std::vector<std::string> allow;  // normalised project names; empty: any
+  // MCP_EXEC_PACKAGE_CACHE_MAX_BYTES: the layers' size, all together, that an installation
+  // evicts the least recently used ones (no run holds) down to.
+  uint64_t max_cache_bytes = 2ull << 30;
+};
+
+// A layer in the cache, as `mcp-exec packages list` shows it.
+struct LayerInfo {
+  std::string key;
+  std::string environment;  // the identity of the image it was installed for
+  uint64_t bytes = 0;       // its files
+  std::chrono::system_clock::time_point last_used;  // its last run's start, or its install
+  std::vector<Installed> packages;
+  bool in_use = false;  // a run or a session (of any process) holds it now
 };
 
 // How long a request resolved against an index keeps its answer: a requirement that is not
@@ -38,7 +51,8 @@ inline constexpr std::chrono::seconds kIndexResolutionTtl{3600};
 // What a run with packages gets.
 struct LayerRun {
   // The engine whose sandboxes mount the layer (cold); null when the environment already has
-  // every requirement, and the run takes the environment's own engine.
+  // every requirement, and the run takes the environment's own engine. It, and a session's
+  // KeepAlive of it, hold the layer: no eviction removes a layer in use (PackageLayers::Evict).
   std::shared_ptr<engine::Engine> engine;
   std::vector<Installed> packages;  // what the layer holds, by name
   std::string key;                  // the layer's name in the cache; "" without a layer
@@ -57,6 +71,15 @@ class PackageLayers {
   // The `packages` argument's strings as requirements: each valid, at most
   // MCP_EXEC_MAX_PACKAGES, each name on MCP_EXEC_PACKAGE_ALLOW when it is set. kInvalidArgument.
   Result<std::vector<Requirement>> Check(const std::vector<std::string>& texts) const;
+
+  // Every layer in the cache, the least recently used first.
+  Result<std::vector<LayerInfo>> List() const;
+  // Removes the least recently used layers that no run or session holds, but `keep`, until all
+  // together take at most `max_bytes` (0: all of them); with `downloads`, an index's checked
+  // wheels too. Returns
+  // the layers it removed. Another process's runs hold their layers too (a lock on each).
+  Result<std::vector<LayerInfo>> Evict(uint64_t max_bytes, const std::string& keep = "",
+                                       bool downloads = false);
 
   // The layer of `requirements` over the environment whose cold sandbox is `base`; `identity`
   // names that environment's image (its recipe's hash), so that layers of two images never

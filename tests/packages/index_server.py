@@ -201,6 +201,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
                        [("WWW-Authenticate", 'Basic realm="mcpx"')])
         return False
 
+    def answered(self, found, project, modes, redirect, hang, path):
+        """What a page and a file request share, in this order: a 404 unless `found`, a 401 for
+        the mode auth, a 302 to `path` on the other host for the mode `redirect`, and no answer
+        for the mode `hang`. True when one of them answered (the caller is done)."""
+        if not found:
+            self.not_found(project, modes)
+            return True
+        if not self.check_auth(project, modes):
+            return True
+        if redirect in modes:
+            self.record(302, project, modes)
+            self.send_body(302, b"", "text/plain", [("Location", self.other_host(path))])
+            return True
+        if hang in modes:
+            self.hang(project, modes)
+            return True
+        return False
+
     # -- requests
     def do_HEAD(self):
         self.do_GET()
@@ -218,32 +236,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             name = unquote(m.group(1))
             project = normalize(name)
             modes = self.index.modes(project)
-            if name != project or project not in files:
-                return self.not_found(project, modes)
-            if not self.check_auth(project, modes):
+            if self.answered(name == project and project in files, project, modes,
+                             "redirect", "hang", f"/simple/{project}/"):
                 return
-            if "redirect" in modes:
-                self.record(302, project, modes)
-                return self.send_body(302, b"", "text/plain",
-                                      [("Location", self.other_host(f"/simple/{project}/"))])
-            if "hang" in modes:
-                return self.hang(project, modes)
             return self.project_page(project, files[project], modes)
         m = re.fullmatch(r"/files/([^/]+)", path)
         if m:
             filename = unquote(m.group(1))
             project = project_of(filename)
             modes = self.index.modes(project)
-            if project not in files or filename not in files[project]:
-                return self.not_found(project, modes)
-            if not self.check_auth(project, modes):
+            if self.answered(project in files and filename in files[project], project, modes,
+                             "redirect-file", "hang-file", f"/files/{filename}"):
                 return
-            if "redirect-file" in modes:
-                self.record(302, project, modes)
-                return self.send_body(302, b"", "text/plain",
-                                      [("Location", self.other_host(f"/files/{filename}"))])
-            if "hang-file" in modes:
-                return self.hang(project, modes)
             if "huge" in modes or "huge-nolength" in modes:
                 return self.huge(project, modes, "huge" in modes)
             data = (self.index.root / filename).read_bytes()

@@ -53,7 +53,8 @@ def module_name(name):
 
 
 def wheel_files(name, version, tags, requires=(), module_text=None, extra=None):
-    """The members of a wheel (path -> bytes, in order) without its RECORD."""
+    """The members of a wheel (path -> bytes, in order) without its RECORD; `extra` adds members
+    or replaces one in its place."""
     mod = module_name(name)
     dist_info = f"{mod}-{version}.dist-info"
     metadata = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
@@ -69,17 +70,27 @@ def wheel_files(name, version, tags, requires=(), module_text=None, extra=None):
     return files, dist_info
 
 
-def write_wheel(directory, name, version, tags="py3-none-any", requires=(), module_text=None,
-                extra=None, modes=None):
-    """A valid wheel (RECORD included); modes maps member paths to st_mode values."""
-    files, dist_info = wheel_files(name, version, tags, requires, module_text, extra)
+def add_record(files, dist_info, more=""):
+    """Adds RECORD to files: a line for each member, then `more` (lines for members written
+    apart), then RECORD's own line."""
     record = "".join(f"{p},{record_digest(d)},{len(d)}\n" for p, d in files.items())
+    record += more
     record += f"{dist_info}/RECORD,,\n"
     files[f"{dist_info}/RECORD"] = record.encode()
+
+
+def write_wheel(directory, name, version, tags="py3-none-any", requires=(), module_text=None,
+                extra=None, modes=None):
+    """A wheel with a RECORD that lists every member (a bad one too, as a real wheel would);
+    modes maps member paths to st_mode values."""
+    files, dist_info = wheel_files(name, version, tags, requires, module_text, extra)
+    add_record(files, dist_info)
     out = Path(directory) / f"{module_name(name)}-{version}-{tags}.whl"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for path, data in files.items():
             info = zipfile.ZipInfo(path, STAMP)
+            # ZipInfo keeps a leading "/" on Linux; make sure, as the hostile abs case needs it.
+            info.filename = path
             info.external_attr = (modes or {}).get(path, 0o100644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, data)
@@ -157,19 +168,7 @@ def hostile_simple(directory, flaw):
     elif flaw == "symlink":
         extra[f"{mod}/link"] = b"/etc/shadow"
         modes[f"{mod}/link"] = 0o120777
-    files, dist_info = wheel_files(name, "1.0", "py3-none-any", extra=extra)
-    record = "".join(f"{p},{record_digest(d)},{len(d)}\n" for p, d in files.items())
-    record += f"{dist_info}/RECORD,,\n"
-    files[f"{dist_info}/RECORD"] = record.encode()
-    out = Path(directory) / f"{mod}-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path, data in files.items():
-            info = zipfile.ZipInfo(path, STAMP)
-            # ZipInfo keeps a leading "/" on Linux; make sure, as the abs case needs it.
-            info.filename = path
-            info.external_attr = modes.get(path, 0o100644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
+    out = write_wheel(directory, name, "1.0", extra=extra, modes=modes)
     check = zipfile.ZipFile(out).namelist()
     assert all(p in check for p in extra), (out, check)
     return out
@@ -221,10 +220,7 @@ def hostile_bomb(directory):
     blob, crc, sha = deflate_zeros(GIB)
     big_digest = "sha256=" + base64.urlsafe_b64encode(sha.digest()).decode().rstrip("=")
     big = [f"{mod}/zeros{i}.bin" for i in range(BOMB_MEMBERS)]
-    record = "".join(f"{p},{record_digest(d)},{len(d)}\n" for p, d in files.items())
-    record += "".join(f"{p},{big_digest},{GIB}\n" for p in big)
-    record += f"{dist_info}/RECORD,,\n"
-    files[f"{dist_info}/RECORD"] = record.encode()
+    add_record(files, dist_info, "".join(f"{p},{big_digest},{GIB}\n" for p in big))
     members = []
     for path, data in files.items():
         comp = zlib.compressobj(9, zlib.DEFLATED, -15)
@@ -246,20 +242,8 @@ def hostile_bigmeta(directory):
     body = head + filler * ((BIG_METADATA - len(head) - len(line)) // len(filler)) + line
     body += b"z" * (BIG_METADATA - len(body))
     assert len(body) == BIG_METADATA
-    files, dist_info = wheel_files(name, "1.0", "py3-none-any",
-                                   extra={})
-    files[f"{dist_info}/METADATA"] = body
-    record = "".join(f"{p},{record_digest(d)},{len(d)}\n" for p, d in files.items())
-    record += f"{dist_info}/RECORD,,\n"
-    files[f"{dist_info}/RECORD"] = record.encode()
-    out = Path(directory) / f"{mod}-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path, data in files.items():
-            info = zipfile.ZipInfo(path, STAMP)
-            info.external_attr = 0o100644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
-    return out
+    # wheel_files puts the replaced METADATA where its own would be.
+    return write_wheel(directory, name, "1.0", extra={f"{mod}-1.0.dist-info/METADATA": body})
 
 
 HOSTILE = {

@@ -15,29 +15,25 @@
 //
 // HTTPS_PROXY and https_proxy are removed from the servers' environment (the index is on
 // loopback); tests/packages/check_index covers the proxies, credentials and the hostile index.
+// lib/packages.mjs holds what this test shares with packages.test.mjs.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
-import { callExec, checkExecResult, execTool, expectToolError } from '../lib/exec.mjs';
-import { sleep, startServer } from '../lib/server.mjs';
+import { callExec } from '../lib/exec.mjs';
+import {
+  CALL, RUN, checkPackagesArgument, checkPackagesResult, checkProgress, checkRunWithoutPackages,
+  checkSessionRefusesPackages, installChain, layers, makeWork, removeWork, sessionExpected,
+  startPackagesServer,
+} from '../lib/packages.mjs';
+import { sleep } from '../lib/server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const MAKE_WHEELS = path.resolve(here, '../../packages/make_wheels.py');
 const INDEX_SERVER = path.resolve(here, '../../packages/index_server.py');
-const PREFIX = '/usr/lib/mcp-exec/packages/';
-const RUN = { timeout_s: 60 };
-const CALL = { timeout: 180000 };
-const CHAIN = [['mcpx-a', '1.0'], ['mcpx-b', '1.0'], ['mcpx-c', '1.0']];
-const IMPORT_CHAIN = `import json, mcpx_a, mcpx_b, mcpx_c
-print(json.dumps({m.__name__: [m.VALUE, m.__file__] for m in (mcpx_a, mcpx_b, mcpx_c)}))`;
 const LYING = 'mcpx_fresh_0-1.0-py3-none-any.whl';
-
-const normalize = (name) => name.replace(/[-_.]+/g, '-').toLowerCase();
 
 let work;
 let wheelhouse;
@@ -65,10 +61,7 @@ function indexRequests() {
 
 before(async () => {
   // A short path: the server puts a socket under the cache, and a socket's path is short.
-  work = mkdtempSync('/tmp/mcpx-ii-');
-  chmodSync(work, 0o755);
-  execFileSync('/usr/bin/python3', [MAKE_WHEELS, work, '--good-only'], { encoding: 'utf8' });
-  wheelhouse = path.join(work, 'good');
+  ({ work, wheelhouse } = makeWork('/tmp/mcpx-ii-'));
   certs = path.join(work, 'certs');
   execFileSync('/usr/bin/python3', [INDEX_SERVER, 'make-certs', certs], { encoding: 'utf8' });
   chmodSync(certs, 0o755);
@@ -83,126 +76,34 @@ before(async () => {
 });
 after(() => {
   index?.proc.kill('SIGTERM');
-  if (!work) return;
-  try {
-    execFileSync('chmod', ['-R', 'u+w', work]);
-  } catch {
-    // Removal below reports nothing either: a leftover temporary directory fails no case.
-  }
-  rmSync(work, { recursive: true, force: true });
+  removeWork(work);
 });
-
-function wheelSha256(name, version) {
-  const file = readdirSync(wheelhouse).find((f) => {
-    const [dist, ver] = f.split('-');
-    return f.endsWith('.whl') && normalize(dist) === normalize(name) && ver === version;
-  });
-  assert.ok(file, `no wheel of ${name} ${version} in ${wheelhouse}`);
-  return createHash('sha256').update(readFileSync(path.join(wheelhouse, file))).digest('hex');
-}
-
-function layers(cache) {
-  const dir = path.join(cache, 'layers');
-  return existsSync(dir) ? readdirSync(dir).filter((n) => !n.startsWith('.')).sort() : [];
-}
-
-// As packages.test.mjs: `packages` is exactly `expected`, sorted, each with its file's digest;
-// the rest is the contract every result keeps.
-function checkPackagesResult(result, validate, expected, environment = 'default') {
-  assert.notEqual(result.isError, true, `unexpected isError result: ${JSON.stringify(result.content)}`);
-  const sc = result.structuredContent;
-  assert.ok(sc && typeof sc === 'object', `no structuredContent in ${JSON.stringify(result).slice(0, 500)}`);
-  assert.ok(validate(sc), `structuredContent does not match outputSchema: ${JSON.stringify(validate.errors)}`);
-  const text = JSON.parse(result.content[0].text);
-  assert.deepEqual(text, sc, 'the text content item is not the same JSON as structuredContent');
-  const { packages, ...rest } = sc;
-  if (expected === null) {
-    assert.ok(packages === undefined || (Array.isArray(packages) && packages.length === 0),
-      `packages in a call that asked for none: ${JSON.stringify(packages)}`);
-    expected = [];
-  }
-  const list = packages ?? [];
-  assert.ok(Array.isArray(list), `packages: ${JSON.stringify(packages)}`);
-  for (const p of list) assert.deepEqual(Object.keys(p).sort(), ['name', 'sha256', 'version'], JSON.stringify(p));
-  const names = list.map((p) => p.name);
-  assert.deepEqual(names, [...names].sort(), 'packages are not sorted by name');
-  assert.deepEqual(list.map((p) => [normalize(p.name), p.version]), expected, JSON.stringify(list));
-  for (const p of list) assert.equal(p.sha256, wheelSha256(p.name, p.version), `${p.name}'s sha256`);
-  const stripped = {
-    ...result,
-    structuredContent: rest,
-    content: [{ type: 'text', text: JSON.stringify(rest) }, ...result.content.slice(1)],
-  };
-  checkExecResult(stripped, null, environment);
-  return sc;
-}
-
-function checkChainImported(sc) {
-  assert.equal(sc.exit_code, 0, `exit ${sc.exit_code}\nstdout: ${sc.stdout}\nstderr: ${sc.stderr}`);
-  const mods = JSON.parse(sc.stdout.trim().split('\n').at(-1));
-  for (const m of ['mcpx_a', 'mcpx_b', 'mcpx_c']) {
-    assert.equal(mods[m]?.[0], `${m} 1.0`, JSON.stringify(mods));
-    assert.ok(mods[m][1].startsWith(PREFIX), `${m}.__file__ ${mods[m][1]}`);
-  }
-}
 
 for (const transport of ['stdio', 'http']) {
   describe(`packages from an index over ${transport}`, { timeout: 300000 }, () => {
-    let srv;
-    let conn;
-    let tool;
-    let validate;
-    let cache;
+    const ctx = {};
     let first;
 
-    before(async () => {
-      cache = mkdtempSync(path.join(work, `c-${transport}-`));
-      chmodSync(cache, 0o755);
-      srv = await startServer(transport, {
-        env: {
-          MCP_EXEC_PACKAGE_INDEX: index.url,
-          MCP_EXEC_PACKAGE_INDEX_CA: path.join(certs, 'ca.pem'),
-          MCP_EXEC_PACKAGE_CACHE: cache,
-          HTTPS_PROXY: undefined,
-          https_proxy: undefined,
-        },
-      });
-      conn = await srv.connect();
-      ({ tool, validate } = await execTool(conn.client));
-    });
+    before(() => startPackagesServer(ctx, transport, work, `c-${transport}-`, {
+      MCP_EXEC_PACKAGE_INDEX: index.url,
+      MCP_EXEC_PACKAGE_INDEX_CA: path.join(certs, 'ca.pem'),
+      HTTPS_PROXY: undefined,
+      https_proxy: undefined,
+    }));
     after(async () => {
-      await srv?.stop();
+      await ctx.srv?.stop();
     });
 
     it('tools/list: exec takes packages, an array of strings', () => {
-      const packages = tool.inputSchema.properties?.packages;
-      assert.ok(packages, `no packages argument: ${JSON.stringify(tool.inputSchema)}`);
-      assert.equal(packages.type, 'array');
-      assert.equal(packages.items?.type, 'string');
+      checkPackagesArgument(ctx.tool);
     });
 
     it('mcpx-a: the first install sends progress, then the chain from the index in one new layer', async () => {
       const seen = indexRequests().length;
       const notes = [];
-      const { result } = await callExec(conn, validate, { code: IMPORT_CHAIN, packages: ['mcpx-a'], ...RUN }, {
-        ...CALL,
-        expectError: true,
-        onprogress: (p) => notes.push(p),
-      });
-      first = checkPackagesResult(result, validate, CHAIN);
-      checkChainImported(first);
-      assert.equal(layers(cache).length, 1, `layers: ${layers(cache)}${srv.logs()}`);
-      assert.ok(notes.length >= 1, 'no progress notification during the install');
-      for (let i = 1; i < notes.length; i++) {
-        assert.ok(notes[i].progress > notes[i - 1].progress, `progress not increasing: ${JSON.stringify(notes)}`);
-      }
-      const req = conn.tap.sent.filter((m) => m.method === 'tools/call').at(-1);
-      const token = req.params._meta.progressToken;
-      const resultAt = conn.tap.received.findIndex((m) => m.id === req.id && 'result' in m);
-      const lastProgressAt = conn.tap.received.findLastIndex(
-        (m) => m.method === 'notifications/progress' && m.params?.progressToken === token,
-      );
-      assert.ok(lastProgressAt >= 0 && lastProgressAt < resultAt, 'a progress notification after the result');
+      first = await installChain(ctx.conn, ctx.validate, wheelhouse, notes);
+      assert.equal(layers(ctx.cache).length, 1, `layers: ${layers(ctx.cache)}${ctx.srv.logs()}`);
+      checkProgress(ctx.conn, notes);
       // The index was asked for the three pages and the three files.
       const paths = indexRequests().slice(seen).map((r) => r.path);
       for (const p of ['/simple/mcpx-a/', '/simple/mcpx-b/', '/simple/mcpx-c/',
@@ -214,45 +115,37 @@ for (const transport of ['stdio', 'http']) {
 
     it('mcpx-a again: the same list, from the cache (no new layer, no request to the index)', async () => {
       assert.ok(first, 'the first call failed');
-      const before = layers(cache);
+      const before = layers(ctx.cache);
       const seen = indexRequests().length;
-      const { result } = await callExec(conn, validate, { code: IMPORT_CHAIN, packages: ['mcpx-a'], ...RUN }, {
-        ...CALL,
-        expectError: true,
-      });
-      const sc = checkPackagesResult(result, validate, CHAIN);
-      checkChainImported(sc);
+      const sc = await installChain(ctx.conn, ctx.validate, wheelhouse);
       assert.deepEqual(sc.packages, first.packages);
-      assert.deepEqual(layers(cache), before);
+      assert.deepEqual(layers(ctx.cache), before);
       assert.deepEqual(indexRequests().slice(seen).map((r) => r.path), [], 'requests to the index');
     });
 
     it('a run without packages does not see the layer', async () => {
-      const { result } = await callExec(conn, validate, { code: 'import mcpx_a', ...RUN }, { ...CALL, expectError: true });
-      const sc = checkPackagesResult(result, validate, null);
-      assert.equal(sc.exit_code, 1);
-      assert.match(sc.stderr, /ModuleNotFoundError: No module named 'mcpx_a'/);
+      await checkRunWithoutPackages(ctx.conn, ctx.validate, wheelhouse);
     });
 
     it('a page whose sha256 is not the file\'s: a tool error naming sha256 and the file, no new layer', async () => {
-      const before = layers(cache);
-      const { result } = await callExec(conn, validate,
+      const before = layers(ctx.cache);
+      const { result } = await callExec(ctx.conn, ctx.validate,
         { code: 'print(1)', packages: ['mcpx-fresh-0'], ...RUN }, { ...CALL, expectError: true });
       assert.equal(result.isError, true, `not a tool error: ${JSON.stringify(result).slice(0, 500)}`);
       const text = (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
       assert.match(text, /sha256/i);
       assert.ok(text.includes(LYING), `the text does not name ${LYING}: ${text}`);
-      assert.deepEqual(layers(cache), before);
+      assert.deepEqual(layers(ctx.cache), before);
     });
 
     describe('a session opened with packages', () => {
       let session;
 
       it('session "new" with packages: mcpx-hello==2.0 installs from the index and imports', async () => {
-        const { result } = await callExec(conn, validate,
+        const { result } = await callExec(ctx.conn, ctx.validate,
           { code: 'import mcpx_hello\nprint(mcpx_hello.VALUE, mcpx_hello.__file__)', packages: ['mcpx-hello==2.0'], session: 'new', ...RUN },
           { ...CALL, expectError: true });
-        const sc = checkPackagesResult(result, validate, [['mcpx-hello', '2.0']]);
+        const sc = checkPackagesResult(wheelhouse, result, ctx.validate, [['mcpx-hello', '2.0']]);
         assert.equal(sc.exit_code, 0, sc.stderr);
         assert.match(sc.stdout, /^hello 2\.0 \/usr\/lib\/mcp-exec\/packages\//);
         assert.match(sc.session ?? '', /^s[0-9a-f]{8}_[0-9a-f]{32}$/);
@@ -261,20 +154,16 @@ for (const transport of ['stdio', 'http']) {
 
       it('a later call with the handle sees the packages', async () => {
         assert.ok(session, 'no session was opened');
-        const { result } = await callExec(conn, validate,
+        const { result } = await callExec(ctx.conn, ctx.validate,
           { code: '(mcpx_hello.VALUE, mcpx_hello.__file__)', session, ...RUN }, { ...CALL, expectError: true });
-        const sc = checkPackagesResult(result, validate, 'packages' in (result.structuredContent ?? {}) &&
-          result.structuredContent.packages.length ? [['mcpx-hello', '2.0']] : null);
+        const sc = checkPackagesResult(wheelhouse, result, ctx.validate,
+          sessionExpected(result, [['mcpx-hello', '2.0']]));
         assert.equal(sc.session, session);
         assert.match(sc.result ?? '', /^\('hello 2\.0', '\/usr\/lib\/mcp-exec\/packages\//, JSON.stringify(sc));
       });
 
       it('packages on a call to the open session is a tool error about the session', async () => {
-        assert.ok(session, 'no session was opened');
-        const text = await expectToolError(conn, { code: '1', session, packages: ['mcpx-a'] });
-        assert.match(text, /session/i);
-        const closed = await conn.client.callTool({ name: 'session_close', arguments: { session } });
-        assert.equal(closed.structuredContent.closed, true);
+        await checkSessionRefusesPackages(ctx.conn, session);
       });
     });
   });
