@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -350,6 +351,23 @@ Result<std::vector<LayerInfo>> PackageLayers::Evict(uint64_t max_bytes, const st
   MCPEXEC_ASSIGN_OR_RETURN(std::vector<LayerInfo> layers, List());
   uint64_t total = 0;
   for (const LayerInfo& layer : layers) total += layer.bytes;
+  // An index's checked wheels count too, and go first: they only spare a download.
+  const std::string downloads_dir = options_.cache_dir + "/downloads";
+  uint64_t downloaded = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(downloads_dir, ec)) {
+    downloaded += entry.is_regular_file(ec) ? entry.file_size(ec) : 0;
+  }
+  if (downloads || (downloaded > 0 && total + downloaded > max_bytes)) {
+    // The checked wheels only, by name (their sha256): a transfer under way (.part-*) for
+    // another installation stays.
+    for (const auto& entry : std::filesystem::directory_iterator(downloads_dir, ec)) {
+      const std::string name = entry.path().filename();
+      if (name.size() == 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos) {
+        unlink(entry.path().c_str());
+      }
+    }
+  }
   std::vector<LayerInfo> removed;
   for (LayerInfo& layer : layers) {
     if (max_bytes > 0 && total <= max_bytes) break;  // 0: every layer no run holds
@@ -362,16 +380,17 @@ Result<std::vector<LayerInfo>> PackageLayers::Evict(uint64_t max_bytes, const st
     if (!suffix.ok()) return suffix.error();
     const std::string gone = options_.cache_dir + "/staging/" + std::to_string(getpid()) +
                              "-evicted-" + *suffix;
-    if (rename(LayerDir(layer.key).c_str(), gone.c_str()) != 0) continue;
+    // Writable first: moving a directory rewrites its "..", which its 0555 forbids a rootless
+    // server.
+    if (chmod(LayerDir(layer.key).c_str(), 0755) != 0 ||
+        rename(LayerDir(layer.key).c_str(), gone.c_str()) != 0) {
+      chmod(LayerDir(layer.key).c_str(), 0555);
+      continue;
+    }
     fd = UniqueFd();
     (void)RemoveTree(gone);
     total -= std::min(total, layer.bytes);
     removed.push_back(std::move(layer));
-  }
-  if (downloads) {
-    const std::string dir = options_.cache_dir + "/downloads";
-    MCPEXEC_RETURN_IF_ERROR(RemoveTree(dir));
-    MCPEXEC_RETURN_IF_ERROR(MakeDir(dir));
   }
   return removed;
 }

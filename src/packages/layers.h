@@ -75,8 +75,8 @@ class PackageLayers {
   // Every layer in the cache, the least recently used first.
   Result<std::vector<LayerInfo>> List() const;
   // Removes the least recently used layers that no run or session holds, but `keep`, until all
-  // together take at most `max_bytes` (0: all of them); with `downloads`, an index's checked
-  // wheels too. Returns
+  // together take at most `max_bytes` (0: all of them). An index's checked wheels (downloads/)
+  // count too and are removed first when the whole is over, or with `downloads`. Returns
   // the layers it removed. Another process's runs hold their layers too (a lock on each).
   Result<std::vector<LayerInfo>> Evict(uint64_t max_bytes, const std::string& keep = "",
                                        bool downloads = false);
