@@ -50,6 +50,11 @@ std::string Sha256Hex(std::string_view data) {
   return digest.HexDigest();
 }
 
+bool IsSha256Hex(std::string_view text) {
+  return text.size() == 64 &&
+         text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 Result<std::string> Sha256OfFile(int dirfd, const std::string& name) {
   UniqueFd fd(openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd.Valid()) return Errno(ErrorCode::kNotFound, "open " + name);

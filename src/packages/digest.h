@@ -33,6 +33,9 @@ class Sha256 {
 
 std::string Sha256Hex(std::string_view data);
 
+// Whether `text` is a SHA-256 as this module writes it: 64 lower-case hex digits.
+bool IsSha256Hex(std::string_view text);
+
 // The digest of the regular file `name` in the directory `dirfd`, opened without following a
 // link; an error for anything else.
 Result<std::string> Sha256OfFile(int dirfd, const std::string& name);

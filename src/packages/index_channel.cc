@@ -15,6 +15,7 @@
 
 #include "base/random.h"
 #include "base/sys.h"
+#include "packages/digest.h"
 #include "packages/requirements.h"
 
 namespace mcpexec::packages {
@@ -35,12 +36,6 @@ void Send(int fd, int status, const char* reason, const std::string& type,
                            "\r\nContent-Length: " + std::to_string(body.size()) +
                            "\r\nConnection: close\r\n\r\n";
   (void)WriteAll(fd, head + body);
-}
-
-bool IsHex64(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
 }
 
 }  // namespace
@@ -160,7 +155,7 @@ void IndexChannel::Answer(int fd) {
   if (path.rfind(kFilesPrefix, 0) == 0) {
     const std::string rest = path.substr(std::strlen(kFilesPrefix));
     const std::string sha = rest.substr(0, rest.find('/'));
-    if (!IsHex64(sha)) return Send(fd, 404, "Not Found", "text/plain", "");
+    if (!IsSha256Hex(sha)) return Send(fd, 404, "Not Found", "text/plain", "");
     const std::string file = Wheel(sha);
     if (file.empty()) return Send(fd, 502, "Bad Gateway", "text/plain", "");
     UniqueFd in(open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));

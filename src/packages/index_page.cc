@@ -4,6 +4,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "packages/digest.h"
+
 namespace mcpexec::packages {
 namespace {
 
@@ -113,12 +115,6 @@ std::string SplitFragment(const std::string& url, std::string& sha256) {
   return url.substr(0, hash);
 }
 
-bool Sha256Hex(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
-         });
-}
-
 Result<std::vector<IndexFile>> ParseJson(std::string_view body, const std::string& page_url) {
   const nlohmann::json page = nlohmann::json::parse(body, nullptr, false);
   if (!page.is_object() || !page.contains("files") || !page["files"].is_array()) {
@@ -146,7 +142,7 @@ Result<std::vector<IndexFile>> ParseJson(std::string_view body, const std::strin
       file.yanked = y.is_string() || (y.is_boolean() && y.get<bool>());
       if (y.is_string()) file.yanked_reason = y.get<std::string>();
     }
-    if (!Sha256Hex(file.sha256)) file.sha256.clear();
+    if (!IsSha256Hex(file.sha256)) file.sha256.clear();
     files.push_back(std::move(file));
   }
   return files;
@@ -255,7 +251,7 @@ Result<std::vector<IndexFile>> ParseIndexPage(std::string_view body, std::string
     text.erase(0, text.find_first_not_of(" \t\r\n"));
     text.erase(text.find_last_not_of(" \t\r\n") + 1);
     file.filename = text.empty() || text.find('/') != std::string::npos ? LastSegment(file.url) : text;
-    if (!Sha256Hex(file.sha256)) file.sha256.clear();
+    if (!IsSha256Hex(file.sha256)) file.sha256.clear();
     files.push_back(std::move(file));
   }
   if (files.empty() && body.find("<") == std::string_view::npos && !body.empty()) {

@@ -363,7 +363,7 @@ Result<std::vector<LayerInfo>> PackageLayers::Evict(uint64_t max_bytes, const st
     // another installation stays.
     for (const auto& entry : std::filesystem::directory_iterator(downloads_dir, ec)) {
       const std::string name = entry.path().filename();
-      if (name.size() == 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos) {
+      if (IsSha256Hex(name)) {
         unlink(entry.path().c_str());
       }
     }
