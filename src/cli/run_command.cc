@@ -222,13 +222,13 @@ int RunCommand(const std::string& default_rootfs, const RunOptions& options) {
   }
   // --engine's choices are MCP_EXEC_ENGINE's (AddRunCommand checks them), parsed as it is.
   config->engine = config::EngineFromName(options.engine).value_or(config::EngineKind::kCold);
-  auto engine = layer && layer->engine
-                    ? Result<std::shared_ptr<engine::Engine>>(layer->engine)
-                    : exec::StartEngine(*config, *plan, exec::EngineUse::kOneShot);
+  auto engine = exec::StartEngine(*config, *plan, exec::EngineUse::kOneShot);
   if (!engine.ok()) {
     std::cerr << "mcp-exec: " << ErrorText(engine.error()) << "\n";
     return kExitSetupFailed;
   }
+  // The engine's own sandbox with the layer mounted (a zygote's fork), else a cold one.
+  if (layer) *engine = exec::EngineForLayer(std::move(*engine), *layer);
   auto result = options.session ? exec::ExecuteInSession(**engine, *config, *valid)
                                  : exec::Execute(**engine, *config, *valid);
   if (!result.ok()) {

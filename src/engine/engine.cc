@@ -84,10 +84,15 @@ class SandboxSource {
  public:
   virtual ~SandboxSource() = default;
   virtual const char* Name() const = 0;
-  // One more ready sandbox. Called on the refill thread only: what it starts dies with it.
-  virtual Result<sandbox::Sandbox> Make() = 0;
+  // One more ready sandbox, with the package layer `layer` mounted when it is not empty (only a
+  // source that HasLayers). Called on the refill thread only: what it starts dies with it.
+  virtual Result<sandbox::Sandbox> Make(std::string_view layer) = 0;
   // A sandbox for a run that found none ready, made on the run's thread; nullopt: run cold.
-  virtual std::optional<sandbox::Sandbox> MakeForRun() { return std::nullopt; }
+  virtual std::optional<sandbox::Sandbox> MakeForRun(std::string_view /*layer*/) {
+    return std::nullopt;
+  }
+  // Whether its sandboxes can mount a package layer.
+  virtual bool HasLayers() const { return false; }
   // Fills in what the source knows of the engine's state (the zygote's fields). Thread-safe.
   virtual void AddState(EngineState& /*state*/) const {}
   // Adds the init pids of what the source holds itself (a live zygote's). Thread-safe.
@@ -99,7 +104,9 @@ class WarmSource final : public SandboxSource {
  public:
   explicit WarmSource(std::shared_ptr<const sandbox::LaunchPlan> warm) : warm_(std::move(warm)) {}
   const char* Name() const override { return "pool"; }
-  Result<sandbox::Sandbox> Make() override { return sandbox::Sandbox::Create(warm_); }
+  Result<sandbox::Sandbox> Make(std::string_view /*layer*/) override {
+    return sandbox::Sandbox::Create(warm_);
+  }
 
  private:
   const std::shared_ptr<const sandbox::LaunchPlan> warm_;
@@ -136,6 +143,20 @@ RootfsStamp StampOf(const sandbox::LaunchPlan& plan) {
   return stamp;
 }
 
+// Which directory a package layer's path names now: eviction renames a layer away before it
+// removes it, and an install of the same set makes a new one. {0, 0} when there is none.
+struct LayerId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const LayerId&) const = default;
+};
+
+LayerId LayerIdOf(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) return {};
+  return {st.st_dev, st.st_ino};
+}
+
 // The zygote engine: sandboxes forked from one zygote, which is replaced after
 // `max_forks` forks, after `max_age`, when the rootfs changes, and when it dies.
 class ZygoteSource final : public SandboxSource {
@@ -144,7 +165,9 @@ class ZygoteSource final : public SandboxSource {
       : plan_(std::move(plan)), options_(options) {}
   const char* Name() const override { return "zygote"; }
 
-  Result<sandbox::Sandbox> Make() override {
+  bool HasLayers() const override { return !plan_->Spec().zygote_layers.empty(); }
+
+  Result<sandbox::Sandbox> Make(std::string_view layer) override {
     std::shared_ptr<const sandbox::Zygote> zygote = Current();
     if (zygote && !zygote->Alive()) {
       log::Warn("the zygote has ended; runs are cold until a new one is ready",
@@ -173,13 +196,13 @@ class ZygoteSource final : public SandboxSource {
       stamp_ = stamp;
       zygote_ = zygote;
     }
-    return Counted(zygote->Fork(kZygoteTimeout));
+    return Counted(zygote->Fork(kZygoteTimeout, layer));
   }
 
-  std::optional<sandbox::Sandbox> MakeForRun() override {
+  std::optional<sandbox::Sandbox> MakeForRun(std::string_view layer) override {
     std::shared_ptr<const sandbox::Zygote> zygote = Current();
     if (!zygote || !zygote->Alive() || RootfsChanged()) return std::nullopt;
-    Result<sandbox::Sandbox> box = Counted(zygote->Fork(kZygoteTimeout));
+    Result<sandbox::Sandbox> box = Counted(zygote->Fork(kZygoteTimeout, layer));
     if (box.ok()) return std::move(*box);
     log::Warn("the zygote could not fork a run; it runs cold", {{"error", box.error().message}});
     return std::nullopt;
@@ -279,6 +302,7 @@ class PoolEngine final : public Engine {
     source_->AddInits(inits);
     std::lock_guard lock(mutex_);
     for (const sandbox::Sandbox& box : ready_) inits.push_back(box.InitPid());
+    for (const LayeredBox& layered : layered_ready_) inits.push_back(layered.box.InitPid());
     return inits;
   }
 
@@ -289,7 +313,7 @@ class PoolEngine final : public Engine {
     for (;;) {
       std::optional<sandbox::Sandbox> box = Take();
       if (!box && !made_for_run && !rootfs_changed) {
-        box = source_->MakeForRun();
+        box = source_->MakeForRun({});
         made_for_run = true;
       }
       // Never wait for a refill: a cold run starts sooner than a warm interpreter imports.
@@ -311,9 +335,23 @@ class PoolEngine final : public Engine {
       log::Warn("a prepared sandbox ended while it waited; it is dropped");
     }
     if (!rootfs_changed) {
-      if (std::optional<sandbox::Sandbox> box = source_->MakeForRun()) return std::move(*box);
+      if (std::optional<sandbox::Sandbox> box = source_->MakeForRun({})) return std::move(*box);
     }
     return warm_on_request_.Make();
+  }
+
+  std::optional<Result<sandbox::RunResult>> RunWithLayer(
+      const LayerUse& layer, const sandbox::Program& program, const sandbox::RunLimits& limits,
+      const sandbox::RunHooks& hooks) override {
+    std::optional<sandbox::Sandbox> box = TakeForLayer(layer);
+    if (!box) return std::nullopt;
+    return box->Run(program, limits, hooks);
+  }
+
+  std::optional<Result<sandbox::Sandbox>> TakeWarmWithLayer(const LayerUse& layer) override {
+    std::optional<sandbox::Sandbox> box = TakeForLayer(layer);
+    if (!box) return std::nullopt;
+    return Result<sandbox::Sandbox>(std::move(*box));
   }
 
  private:
@@ -323,11 +361,13 @@ class PoolEngine final : public Engine {
   bool DropIfRootfsChanged() {
     const RootfsStamp now = StampOf(*cold_);
     std::deque<sandbox::Sandbox> dropped;
+    std::deque<LayeredBox> dropped_layered;
     {
       std::lock_guard lock(mutex_);
       if (now == stamp_) return false;
       stamp_ = now;
       dropped.swap(ready_);
+      dropped_layered.swap(layered_ready_);
     }
     log::Info("the rootfs changed; the sandboxes prepared from it are dropped",
               {{"engine", source_->Name()}, {"dropped", static_cast<int64_t>(dropped.size())}});
@@ -351,6 +391,49 @@ class PoolEngine final : public Engine {
     return ready_.size() < options_.size && (options_.refill || made_ < options_.size);
   }
 
+  // A sandbox with `layer` mounted: the one prepared for it, else one made now on this thread.
+  // The refill then prepares the next one for it: the last options_.size layers used each have
+  // one ready. One prepared before its layer was evicted (and maybe installed again) is dropped.
+  // nullopt when the source cannot mount layers, or has no zygote to fork from.
+  std::optional<sandbox::Sandbox> TakeForLayer(const LayerUse& layer) {
+    if (!source_->HasLayers()) return std::nullopt;
+    const bool rootfs_changed = DropIfRootfsChanged();
+    std::optional<LayeredBox> prepared;
+    std::deque<LayeredBox> stale;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = std::find_if(layered_ready_.begin(), layered_ready_.end(),
+                                 [&](const LayeredBox& b) { return b.key == layer.key; });
+          it != layered_ready_.end()) {
+        prepared.emplace(std::move(*it));
+        layered_ready_.erase(it);
+      }
+      // Those whose layers are gone hold their files' space until dropped.
+      for (auto it = layered_ready_.begin(); it != layered_ready_.end();) {
+        if (it->id == LayerIdOf(it->dir)) {
+          ++it;
+        } else {
+          stale.push_back(std::move(*it));
+          it = layered_ready_.erase(it);
+        }
+      }
+      if (options_.refill) {
+        std::erase_if(layered_wanted_, [&](const LayerUse& w) { return w.key == layer.key; });
+        layered_wanted_.push_back(layer);
+        while (layered_wanted_.size() > options_.size) layered_wanted_.pop_front();
+      }
+    }
+    changed_.notify_all();
+    stale.clear();
+    // The run holds the layer's lease: a directory that is still the one the sandbox mounted
+    // stays whole until the run ends.
+    if (prepared && prepared->id != LayerIdOf(layer.dir)) prepared.reset();
+    if (prepared && prepared->box.Waiting()) return std::move(prepared->box);
+    if (prepared) log::Warn("a prepared sandbox ended while it waited; it is dropped");
+    if (rootfs_changed) return std::nullopt;
+    return source_->MakeForRun(layer.key);
+  }
+
   // The pool's sandboxes are created on this thread, which lives as long as the pool: a
   // sandbox dies with the thread that created it (Sandbox::Create).
   void Refill() {
@@ -361,11 +444,42 @@ class PoolEngine final : public Engine {
     auto retry = kFirstRetry;
     std::unique_lock lock(mutex_);
     for (;;) {
-      changed_.wait(lock, [this] { return stopping_ || NeedsOne(); });
+      changed_.wait(lock, [this] { return stopping_ || NeedsOne() || !layered_wanted_.empty(); });
       if (stopping_) return;
       const RootfsStamp made_from = stamp_;
+      if (!NeedsOne()) {
+        // The plain pool is full: one for the layer a run took last.
+        LayerUse layer = std::move(layered_wanted_.back());
+        layered_wanted_.pop_back();
+        const bool has_one = std::any_of(layered_ready_.begin(), layered_ready_.end(),
+                                         [&](const LayeredBox& b) { return b.key == layer.key; });
+        if (has_one) continue;
+        lock.unlock();
+        // Made under the lease the run's want holds: the layer stays while the fork mounts it.
+        const LayerId id = LayerIdOf(layer.dir);
+        Result<sandbox::Sandbox> box = source_->Make(layer.key);
+        const LayerId mounted = LayerIdOf(layer.dir);
+        layer.lease.reset();
+        std::optional<LayeredBox> oldest;
+        lock.lock();
+        if (!box.ok()) {
+          log::Warn("cannot prepare a sandbox with a package layer; its runs fork one each",
+                    {{"engine", source_->Name()}, {"error", box.error().message}});
+          continue;
+        }
+        if (!(made_from == stamp_) || id != mounted) continue;
+        layered_ready_.push_back(LayeredBox{layer.key, layer.dir, id, std::move(*box)});
+        if (layered_ready_.size() > options_.size) {
+          oldest.emplace(std::move(layered_ready_.front()));
+          layered_ready_.pop_front();
+          lock.unlock();
+          oldest.reset();
+          lock.lock();
+        }
+        continue;
+      }
       lock.unlock();
-      Result<sandbox::Sandbox> box = source_->Make();
+      Result<sandbox::Sandbox> box = source_->Make({});
       lock.lock();
       // A run saw the rootfs change while this one was made, maybe from the old one: it is
       // dropped (rare enough to be destroyed under the lock).
@@ -398,6 +512,15 @@ class PoolEngine final : public Engine {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<sandbox::Sandbox> ready_;
+  // Sandboxes with a package layer, one per layer, the one prepared last at the back; and the
+  // layers runs took, the last at the back, each to prepare one for.
+  struct LayeredBox {
+    std::string key, dir;
+    LayerId id;  // of `dir` when the sandbox mounted it
+    sandbox::Sandbox box;
+  };
+  std::deque<LayeredBox> layered_ready_;
+  std::deque<LayerUse> layered_wanted_;
   RootfsStamp stamp_;  // the rootfs the ready sandboxes were made from
   size_t made_ = 0;
   bool stopping_ = false;
@@ -496,6 +619,14 @@ class HoldingEngine final : public Engine, public std::enable_shared_from_this<H
   EngineState State() const override { return engine_->State(); }
   std::vector<pid_t> HeldInits() const override { return engine_->HeldInits(); }
   std::shared_ptr<const void> KeepAlive() override { return shared_from_this(); }
+  std::optional<Result<sandbox::RunResult>> RunWithLayer(
+      const LayerUse& layer, const sandbox::Program& program, const sandbox::RunLimits& limits,
+      const sandbox::RunHooks& hooks) override {
+    return engine_->RunWithLayer(layer, program, limits, hooks);
+  }
+  std::optional<Result<sandbox::Sandbox>> TakeWarmWithLayer(const LayerUse& layer) override {
+    return engine_->TakeWarmWithLayer(layer);
+  }
 
  private:
   // Declared first, destroyed last.
@@ -503,11 +634,46 @@ class HoldingEngine final : public Engine, public std::enable_shared_from_this<H
   std::shared_ptr<Engine> engine_;
 };
 
+class LayeredEngine final : public Engine, public std::enable_shared_from_this<LayeredEngine> {
+ public:
+  LayeredEngine(std::shared_ptr<Engine> engine, LayerUse layer, std::shared_ptr<Engine> bound)
+      : layer_(std::move(layer)), engine_(std::move(engine)), bound_(std::move(bound)) {}
+
+  const char* Name() const override { return engine_->Name(); }
+  Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
+                                 const sandbox::RunHooks& hooks) override {
+    if (auto result = engine_->RunWithLayer(layer_, program, limits, hooks)) {
+      return std::move(*result);
+    }
+    return bound_->Run(program, limits, hooks);
+  }
+  Result<sandbox::Sandbox> TakeWarm() override {
+    if (auto box = engine_->TakeWarmWithLayer(layer_)) return std::move(*box);
+    return bound_->TakeWarm();
+  }
+  // What every run's sandbox is: the environment's, with the layer bound.
+  const sandbox::LaunchPlan& Plan() const override { return bound_->Plan(); }
+  EngineState State() const override { return engine_->State(); }
+  std::vector<pid_t> HeldInits() const override { return engine_->HeldInits(); }
+  std::shared_ptr<const void> KeepAlive() override { return shared_from_this(); }
+
+ private:
+  // Declared first, destroyed last.
+  const LayerUse layer_;
+  std::shared_ptr<Engine> engine_;
+  std::shared_ptr<Engine> bound_;
+};
+
 }  // namespace
 
 std::shared_ptr<Engine> MakeHoldingEngine(std::shared_ptr<Engine> engine,
                                           std::shared_ptr<const void> hold) {
   return std::make_shared<HoldingEngine>(std::move(engine), std::move(hold));
+}
+
+std::shared_ptr<Engine> MakeLayeredEngine(std::shared_ptr<Engine> engine, LayerUse layer,
+                                          std::shared_ptr<Engine> bound) {
+  return std::make_shared<LayeredEngine>(std::move(engine), std::move(layer), std::move(bound));
 }
 
 std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan> plan) {

@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -31,6 +33,16 @@ struct EngineState {
   bool zygote = false;        // the zygote engine: the two fields below mean something
   bool zygote_alive = false;  // a zygote is running and waiting for forks
   uint64_t zygote_forks = 0;  // sandboxes forked from every zygote since start
+};
+
+// A package layer a run mounts (docs/packages.md): its key in the package cache, its directory
+// there, and what keeps it there (a lock on it) while the run uses it. A sandbox prepared with the
+// layer mounted holds no lock, so that eviction may remove the layer under it: a run takes it only
+// while the directory is still the one it mounted.
+struct LayerUse {
+  std::string key;
+  std::string dir;
+  std::shared_ptr<const void> lease;
 };
 
 class Engine {
@@ -59,6 +71,19 @@ class Engine {
   // (exec::EnvironmentEngines) counts this as a use. Null for an engine whose owner keeps it for
   // its whole life.
   virtual std::shared_ptr<const void> KeepAlive() { return nullptr; }
+
+  // Run and TakeWarm with the package layer `layer` mounted, in a sandbox of this engine's kind:
+  // the zygote's, whose zygote has the package cache's layers (SandboxSpec::zygote_layers). It
+  // keeps one ready for each of the last layers used. nullopt when this engine cannot (cold,
+  // pool): the caller runs the program in a plan that binds the layer (MakeLayeredEngine).
+  virtual std::optional<Result<sandbox::RunResult>> RunWithLayer(
+      const LayerUse& /*layer*/, const sandbox::Program& /*program*/,
+      const sandbox::RunLimits& /*limits*/, const sandbox::RunHooks& /*hooks*/) {
+    return std::nullopt;
+  }
+  virtual std::optional<Result<sandbox::Sandbox>> TakeWarmWithLayer(const LayerUse& /*layer*/) {
+    return std::nullopt;
+  }
 };
 
 // Memory of processes, from /proc/PID/smaps_rollup.
@@ -84,6 +109,12 @@ std::unique_ptr<Engine> MakeColdEngine(std::shared_ptr<const sandbox::LaunchPlan
 // uses, a lock on a package layer). `engine` is let go of before `hold`.
 std::shared_ptr<Engine> MakeHoldingEngine(std::shared_ptr<Engine> engine,
                                           std::shared_ptr<const void> hold);
+
+// An engine whose runs and sessions mount `layer`: in `engine`'s sandboxes where it can prepare
+// them (Engine::RunWithLayer), else in `bound`'s, whose plan binds the layer (a cold engine).
+// Holds `layer`'s lease, `engine` and `bound` as long as it, or a KeepAlive() it gave, lives.
+std::shared_ptr<Engine> MakeLayeredEngine(std::shared_ptr<Engine> engine, LayerUse layer,
+                                          std::shared_ptr<Engine> bound);
 
 struct PoolOptions {
   size_t size = 2;     // sandboxes kept ready

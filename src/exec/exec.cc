@@ -1,6 +1,7 @@
 #include "exec/exec.h"
 
 #include "base/utf8.h"
+#include "exec/packages_config.h"
 
 namespace mcpexec::exec {
 
@@ -72,6 +73,7 @@ Result<std::shared_ptr<engine::Engine>> StartNamedEngine(
   sandbox::SandboxSpec spec = plan->Spec();
   spec.warm = true;
   spec.zygote = name == "zygote";
+  if (spec.zygote) spec.zygote_layers = PackageLayersDir(config);
   MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<const sandbox::LaunchPlan> warm,
                            sandbox::Compile(spec, plan->LimitsBackend()));
   engine::PoolOptions options;

@@ -294,7 +294,8 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
                          started, meta, layer ? &*layer : nullptr, fields);
   }
   const std::shared_ptr<engine::Engine> engine =
-      layer && layer->engine ? layer->engine : environments_->EngineFor(environment);
+      layer ? EngineForLayer(environments_->EngineFor(environment), *layer)
+            : environments_->EngineFor(environment);
   auto result = Execute(*engine, config_, *request, hooks);
   const auto duration = std::chrono::steady_clock::now() - started;
   if (!result.ok()) {
@@ -368,7 +369,8 @@ json ExecTool::CallInSession(const std::string& handle, const std::string& reque
   }
   if (name.empty()) {
     const std::shared_ptr<engine::Engine> engine =
-        layer && layer->engine ? layer->engine : environments_->EngineFor(environment);
+        layer ? EngineForLayer(environments_->EngineFor(environment), *layer)
+              : environments_->EngineFor(environment);
     auto opened = sessions_->Open(context.caller, *engine, environment);
     if (!opened.ok()) {
       return refuse(opened.error().code == ErrorCode::kResourceExhausted ? CallOutcome::kInvalid

@@ -1,5 +1,6 @@
 #include "exec/packages_config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -89,6 +90,21 @@ Result<packages::LayerRun> PrepareLayer(packages::PackageLayers* layers,
                      "cannot install the packages: " + layer.error().message);
   }
   return layer;
+}
+
+std::string PackageLayersDir(const config::Config& config) {
+  if (config.wheelhouse.empty() && config.package_index.empty()) return "";
+  const std::string dir =
+      (config.package_cache.empty() ? PackageCacheDefault() : config.package_cache) + "/layers";
+  struct stat st;
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? dir : "";
+}
+
+std::shared_ptr<engine::Engine> EngineForLayer(std::shared_ptr<engine::Engine> environment,
+                                               const packages::LayerRun& layer) {
+  if (!layer.engine) return environment;
+  return engine::MakeLayeredEngine(std::move(environment),
+                                   {layer.key, layer.dir, layer.lease}, layer.engine);
 }
 
 nlohmann::json PackagesJson(const std::vector<packages::Installed>& installed) {

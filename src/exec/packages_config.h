@@ -38,6 +38,17 @@ Result<packages::LayerRun> PrepareLayer(packages::PackageLayers* layers,
                                         const std::vector<std::string>& requested,
                                         const packages::InstallerHooks& hooks);
 
+// The package cache's layers directory when packages are on (MCP_EXEC_WHEELHOUSE or
+// MCP_EXEC_PACKAGE_INDEX) and it exists (OpenPackageLayers made it); "" otherwise. A zygote
+// binds it (SandboxSpec::zygote_layers) so that its runs can mount their layers.
+std::string PackageLayersDir(const config::Config& config);
+
+// The engine a run with `layer` takes: `environment`'s (its zygote's sandboxes with the layer
+// mounted) where it can, else the layer's own cold engine; `environment` itself when there is no
+// layer (the environment has every requirement).
+std::shared_ptr<engine::Engine> EngineForLayer(std::shared_ptr<engine::Engine> environment,
+                                               const packages::LayerRun& layer);
+
 // [{"name", "version", "sha256"}]: what a result and a log line say a run got.
 nlohmann::json PackagesJson(const std::vector<packages::Installed>& installed);
 

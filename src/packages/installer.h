@@ -19,7 +19,7 @@
 namespace mcpexec::packages {
 
 // Inside every image built since packages on demand (rootfs/finalize): empty directories.
-inline constexpr const char* kLayerMount = "/usr/lib/mcp-exec/packages";
+inline constexpr const char* kLayerMount = sandbox::kPackageLayerMount;
 inline constexpr const char* kInstallerPipMount = "/usr/lib/mcp-exec/installer/pip";
 inline constexpr const char* kWheelhouseMount = "/usr/lib/mcp-exec/wheelhouse";
 // Debian's python3-pip.

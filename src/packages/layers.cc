@@ -292,8 +292,10 @@ Result<LayerRun> PackageLayers::Cached(const sandbox::SandboxSpec& base,
   LayerRun run;
   if (key.empty()) return run;
   run.key = key;
+  run.dir = LayerDir(key);
   const std::string manifest = LayerDir(key) + "/" + kManifest;
   MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<const void> lease, Lease(manifest));
+  run.lease = lease;
   MCPEXEC_ASSIGN_OR_RETURN(LayerInfo info, ReadManifest(manifest, key));
   run.packages = std::move(info.packages);
   const std::string engine_key = identity + "/" + key;

@@ -50,12 +50,15 @@ inline constexpr std::chrono::seconds kIndexResolutionTtl{3600};
 
 // What a run with packages gets.
 struct LayerRun {
-  // The engine whose sandboxes mount the layer (cold); null when the environment already has
+  // The engine whose sandboxes bind the layer (cold); null when the environment already has
   // every requirement, and the run takes the environment's own engine. It, and a session's
   // KeepAlive of it, hold the layer: no eviction removes a layer in use (PackageLayers::Evict).
+  // A zygote engine mounts it in its own sandboxes instead (exec::EngineForLayer).
   std::shared_ptr<engine::Engine> engine;
+  std::shared_ptr<const void> lease;  // the layer's lock, which `engine` holds too
   std::vector<Installed> packages;  // what the layer holds, by name
   std::string key;                  // the layer's name in the cache; "" without a layer
+  std::string dir;                  // its directory in the cache
   bool installed_now = false;       // this call installed it
 };
 

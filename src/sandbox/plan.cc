@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "base/sys.h"
+#include "sandbox/child/zygote_run.h"
 #include "sandbox/warm_agent.h"
 #include "sandbox/workspace_files.h"
 #include "sandbox/zygote_extension.h"
@@ -273,6 +274,17 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
     ops.push_back(Mount("", target, "", kRoRemount | MS_NOSUID | MS_NODEV | LockedFlags(source),
                         "", "make " + bind.target + " read-only, nosuid, nodev"));
   }
+  if (spec.zygote && !spec.zygote_layers.empty()) {
+    struct statvfs source;
+    if (statvfs(spec.zygote_layers.c_str(), &source) != 0) {
+      return Errno(ErrorCode::kNotFound, "statvfs(" + spec.zygote_layers + ")");
+    }
+    const std::string target = root + kPackageLayerMount;
+    ops.push_back(Mount(spec.zygote_layers, target, "", MS_BIND, "",
+                        "bind the package layers for the zygote's runs"));
+    ops.push_back(Mount("", target, "", kRoRemount | MS_NOSUID | MS_NODEV | LockedFlags(source),
+                        "", "make the package layers read-only, nosuid, nodev"));
+  }
   ops.push_back(ProcMount(root + "/proc"));
   // A zygote's runs mount their own /proc from a nested user namespace, which the kernel allows
   // only where a /proc is fully visible: the zygote's has no masks, and runs no program.
@@ -293,9 +305,12 @@ Result<std::vector<MountOp>> BuildMountOps(const SandboxSpec& spec, const std::s
 // are locked in the run's mount namespace (a less privileged user namespace cannot unmount what
 // it inherited), but go with the old root; the zygote's /proc is still there when the run mounts
 // its own, which a nested user namespace may do only where a /proc is fully visible.
+// `layer_at`: where a run's package layer goes among them (ZygoteRunView::layer_at), where a
+// cold run's read_only_binds go.
 Result<std::vector<MountOp>> BuildZygoteRunMountOps(const SandboxSpec& spec,
                                                     const std::string& root,
-                                                    unsigned long rootfs_locked) {
+                                                    unsigned long rootfs_locked,
+                                                    size_t& layer_at) {
   const std::string run_root = kZygoteRunRoot;
   std::vector<MountOp> ops;
   ops.push_back(Mount("", "/", "", MS_REC | MS_PRIVATE, "",
@@ -305,6 +320,7 @@ Result<std::vector<MountOp>> BuildZygoteRunMountOps(const SandboxSpec& spec,
   ops.push_back(Mount(run_root, run_root, "", MS_BIND, "", "bind the rootfs"));
   ops.push_back(Mount("", run_root, "", kRoRemount | MS_NOSUID | MS_NODEV | rootfs_locked, "",
                       "make the rootfs read-only, nosuid, nodev"));
+  layer_at = ops.size();
   ops.push_back(ProcMount(run_root + "/proc"));
   AddProcMaskOps(run_root + "/proc", ops);
   AddDevOps(run_root + "/dev", spec.shm_bytes, ops);
@@ -490,7 +506,14 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
     return MakeError(ErrorCode::kInvalidArgument,
                      "a zygote plan cannot bind directories into its runs");
   }
-  for (const SandboxSpec::ReadOnlyBind& bind : spec.read_only_binds) {
+  if (!spec.zygote && !spec.zygote_layers.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "package layers for a zygote in a plan that is "
+                                                  "not a zygote's");
+  }
+  // A zygote's layers are checked as a bind of them would be.
+  std::vector<SandboxSpec::ReadOnlyBind> binds = spec.read_only_binds;
+  if (!spec.zygote_layers.empty()) binds.push_back({spec.zygote_layers, kPackageLayerMount});
+  for (const SandboxSpec::ReadOnlyBind& bind : binds) {
     if (bind.source.empty() || bind.source[0] != '/' || !IsDir(bind.source)) {
       return MakeError(ErrorCode::kNotFound, "no directory " + bind.source + " to bind into the "
                                              "sandbox at " + bind.target);
@@ -559,7 +582,21 @@ Result<std::shared_ptr<const LaunchPlan>> Compile(const SandboxSpec& spec,
                            "add an empty one to the rootfs, or use MCP_EXEC_ENGINE=pool");
     }
     ZygoteRunSetup setup;
-    MCPEXEC_ASSIGN_OR_RETURN(setup.mounts, BuildZygoteRunMountOps(spec, root, LockedFlags(st)));
+    MCPEXEC_ASSIGN_OR_RETURN(setup.mounts,
+                             BuildZygoteRunMountOps(spec, root, LockedFlags(st), setup.layer_at));
+    if (!spec.zygote_layers.empty()) {
+      struct statvfs layers;
+      if (statvfs(spec.zygote_layers.c_str(), &layers) != 0) {
+        return Errno(ErrorCode::kNotFound, "statvfs(" + spec.zygote_layers + ")");
+      }
+      setup.layers_dir = kPackageLayerMount;
+      setup.layer_target = std::string(kZygoteRunRoot) + kPackageLayerMount;
+      setup.layer_remount_flags = kRoRemount | MS_NOSUID | MS_NODEV | LockedFlags(layers);
+      if (setup.mounts.size() + 2 > kZygoteRunMaxMountOps) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "a zygote run's set-up has too many mount steps for a package layer");
+      }
+    }
     // The run's own user namespace maps its ids to the zygote's, which are the host's.
     setup.uid_map = std::to_string(spec.inside_uid) + " " + std::to_string(spec.outside_uid) + " 1\n";
     setup.gid_map = std::to_string(spec.inside_gid) + " " + std::to_string(spec.outside_gid) + " 1\n";

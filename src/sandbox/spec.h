@@ -76,7 +76,17 @@ struct SandboxSpec {
     std::string target;  // absolute path inside the sandbox of a directory the rootfs has
   };
   std::vector<ReadOnlyBind> read_only_binds;
+
+  // Zygote plans only: the host directory of package layers (the package cache's layers/, one
+  // <key>/site directory per layer), bound read-only, nosuid and nodev at kPackageLayerMount in
+  // the zygote, which runs no program. A run forked with a layer (Zygote::Fork) binds its own
+  // <key>/site from there onto its kPackageLayerMount, as a cold run's read_only_binds do, before
+  // the pivot takes the zygote's view away. Empty: the zygote's runs take no layer.
+  std::string zygote_layers;
 };
+
+// Where a run's package layer is mounted (docs/packages.md): an empty directory of every image.
+inline constexpr const char* kPackageLayerMount = "/usr/lib/mcp-exec/packages";
 
 inline constexpr const char* kSeccompUnconfined = "unconfined";
 // The profile compiled into the binary, from seccomp-profiles/default.json.

@@ -267,16 +267,18 @@ def _session(ctl, sys, os, builtins, signal, excepthook):
         control.send(b"D" + call_id + payload)
 
 # The zygote (a zygote plan): forks one sandbox per "F" message on `ctl`, which carries the run's
-# stdin, stdout, stderr, report and start descriptors (docs/engine.md has the protocol). It never
-# runs a program: returns only in a run's program process, once that is fully confined. Each
-# fork sets itself up with the extension at descriptor `module` (zygote_run.h): the steps of a
-# cold init, compiled; `blob` says what they set up (PackZygoteRun).
+# stdin, stdout, stderr, report and start descriptors, and after the "F" the name of the run's
+# package layer, if it has one (docs/engine.md has the protocol). It never runs a program:
+# returns only in a run's program process, once that is fully confined. Each fork sets itself
+# up with the extension at descriptor `module` (zygote_run.h): the steps of a cold init,
+# compiled; `blob` says what they set up (PackZygoteRun). `packages` is where a run's layer is
+# mounted, on sys.path since the interpreter started (the image's mcp_exec_packages.pth).
 def _zygote(ctl, setup):
     # Everything a run's processes import, imported before "R": no fork imports anything.
-    import os, sys, socket, signal
+    import os, sys, socket, signal, site
     from importlib.machinery import ExtensionFileLoader
     from importlib.util import module_from_spec, spec_from_loader
-    module, blob = setup
+    module, blob, packages = setup
     try:
         loader = ExtensionFileLoader("mcp_exec_zygote", "/proc/self/fd/%d" % module)
         runs = module_from_spec(spec_from_loader("mcp_exec_zygote", loader))
@@ -303,8 +305,8 @@ def _zygote(ctl, setup):
     control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, ctl)
     os.write(ctl, b"R")
     while True:
-        message, fds, _, _ = socket.recv_fds(control, 16, 5)
-        if message != b"F" or len(fds) != 5:
+        message, fds, _, _ = socket.recv_fds(control, 128, 5)
+        if message[:1] != b"F" or len(fds) != 5:
             for fd in fds:
                 os.close(fd)
             if message:
@@ -325,8 +327,15 @@ def _zygote(ctl, setup):
             # The run's init must not inherit the zygote's handler, or a program that ended
             # before the init reached its wait loop would be reaped unreported.
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            runs.run(fds, zygote_pid)  # returns in the program's process only
+            layer = message[1:].decode("ascii") or None
+            runs.run(fds, zygote_pid, layer)  # returns in the program's process only
             start = 5
+            # What the zygote's import system knew of the packages directory (the layers it had
+            # when it started) is dropped, and the run's own layer is read as a cold run's
+            # interpreter reads it at start: its .pth files too.
+            sys.path_importer_cache.pop(packages, None)
+            if layer is not None:
+                site.addsitedir(packages)
             # Each run's random state is its own: what the zygote seeded is reseeded (random's
             # own generator is, by the interpreter's fork hooks).
             numpy = sys.modules.get("numpy")
@@ -451,6 +460,10 @@ std::string PackZygoteRun(const ZygoteRunSetup& setup) {
   view.uid_map = blob.String(setup.uid_map);
   view.gid_map = blob.String(setup.gid_map);
   view.init_name = blob.String(setup.init_name.substr(0, 15));
+  view.layers_dir = blob.String(setup.layers_dir, true);
+  view.layer_target = blob.String(setup.layer_target, true);
+  view.layer_at = setup.layer_at;
+  view.layer_remount_flags = setup.layer_remount_flags;
   return blob.Finish(view);
 }
 
@@ -458,7 +471,8 @@ std::string ZygoteAgentSource(const std::vector<std::string>& preload,
                               const ZygoteRunSetup& setup) {
   return "exec(compile(" + PythonLiteral(kAgent) + ", \"<mcp-exec agent>\", \"exec\")); _agent(" +
          std::to_string(kFdStart) + ", " + ModuleList(preload) + ", (" +
-         std::to_string(kFdZygoteModule) + ", " + PythonBytes(PackZygoteRun(setup)) + "))\n";
+         std::to_string(kFdZygoteModule) + ", " + PythonBytes(PackZygoteRun(setup)) + ", " +
+         PythonLiteral(kPackageLayerMount) + "))\n";
 }
 
 }  // namespace mcpexec::sandbox

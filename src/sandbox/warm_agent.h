@@ -32,6 +32,10 @@ struct ZygoteRunSetup {
   int last_cap = 0;
   std::vector<RlimitView> rlimits;
   std::vector<sock_filter> seccomp;  // empty: none
+  // Package layers (ZygoteRunView): layers_dir empty when the zygote has none.
+  std::string layers_dir, layer_target;
+  size_t layer_at = 0;
+  unsigned long layer_remount_flags = 0;
 };
 
 // What the zygote's runs set up, as the blob the zygote's extension reads (zygote_run.h).

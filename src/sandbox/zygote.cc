@@ -75,9 +75,12 @@ uint64_t Zygote::Forks() const {
   return forks_;
 }
 
-Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
+Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout, std::string_view layer) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const LaunchPlan& plan = *box_.plan_;
+  if (!layer.empty() && !HasLayers()) {
+    return MakeError(ErrorCode::kInvalidArgument, "this zygote has no package layers");
+  }
   MCPEXEC_ASSIGN_OR_RETURN(Pipe report, MakeSeqpacketPair());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe start, MakeSeqpacketPair());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
@@ -92,9 +95,9 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout) const {
     // The run's descriptors, in the order the agent puts them at 0, 1, 2, 3 and 5.
     const int fds[] = {in.read.Get(), out.write.Get(), err.write.Get(), report.write.Get(),
                        start.write.Get()};
+    const std::string message = std::string(1, kZygoteFork) + std::string(layer);
     MCPEXEC_RETURN_IF_ERROR(
-        SendWithDescriptors(box_.start_.Get(), std::string_view(&kZygoteFork, 1), fds,
-                            "the zygote has ended"));
+        SendWithDescriptors(box_.start_.Get(), message, fds, "the zygote has ended"));
     ++forks_;
   }
   // Only the run holds these ends now, so that EOF means it is gone.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "base/result.h"
 #include "sandbox/plan.h"
@@ -24,9 +25,12 @@ class Zygote : public std::enable_shared_from_this<Zygote> {
   static Result<std::shared_ptr<Zygote>> Start(std::shared_ptr<const LaunchPlan> plan,
                                                 std::chrono::milliseconds timeout);
 
-  // Forks a sandbox ready for its program, in a cgroup of its own with the plan's limits. The
-  // zygote lives as long as the sandboxes it forked. Thread-safe.
-  Result<Sandbox> Fork(std::chrono::milliseconds timeout) const;
+  // Forks a sandbox ready for its program, in a cgroup of its own with the plan's limits, and
+  // with the package layer `layer` (its key in the plan's SandboxSpec::zygote_layers) mounted
+  // when it is not empty. The zygote lives as long as the sandboxes it forked. Thread-safe.
+  Result<Sandbox> Fork(std::chrono::milliseconds timeout, std::string_view layer = {}) const;
+  // Whether its runs can take a package layer (SandboxSpec::zygote_layers).
+  bool HasLayers() const { return !box_.plan_->Spec().zygote_layers.empty(); }
 
   // True while its interpreter waits for forks.
   bool Alive() const { return box_.Waiting(); }

@@ -78,27 +78,30 @@ PyObject* Configure(PyObject*, PyObject* blob) {
 void BeforeFork() { PyOS_BeforeFork(); }
 void AfterForkInChild() { PyOS_AfterFork_Child(); }
 
-// run((stdin, stdout, stderr, report, start), zygote_pid): in a process the zygote has just
-// forked. Returns only in the run's program process (EnterZygoteRun).
+// run((stdin, stdout, stderr, report, start), zygote_pid, layer): in a process the zygote has
+// just forked; `layer` the name of the run's package layer, or None. Returns only in the run's
+// program process (EnterZygoteRun).
 PyObject* Run(PyObject*, PyObject* args) {
   int fds[5];
   int zygote;
-  if (!PyArg_ParseTuple(args, "(iiiii)i", &fds[0], &fds[1], &fds[2], &fds[3], &fds[4],
-                        &zygote)) {
+  const char* layer;
+  if (!PyArg_ParseTuple(args, "(iiiii)iz", &fds[0], &fds[1], &fds[2], &fds[3], &fds[4],
+                        &zygote, &layer)) {
     return nullptr;
   }
   if (configured == nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "configure() the zygote's runs first");
     return nullptr;
   }
-  mcpexec::sandbox::EnterZygoteRun(*configured, fds, zygote, {BeforeFork, AfterForkInChild});
+  mcpexec::sandbox::EnterZygoteRun(*configured, fds, zygote, layer,
+                                   {BeforeFork, AfterForkInChild});
   Py_RETURN_NONE;
 }
 
 PyMethodDef methods[] = {
     {"configure", Configure, METH_O, "configure(blob): what the zygote's runs set up"},
     {"run", Run, METH_VARARGS,
-     "run(fds, zygote_pid): set up a forked run; returns in its program's process only"},
+     "run(fds, zygote_pid, layer): set up a forked run; returns in its program's process only"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -57,6 +58,27 @@ int WriteFile(const char* path, const char* text) noexcept {
   return n == static_cast<ssize_t>(len) ? 0 : -1;
 }
 
+bool IsLayerName(const char* name) noexcept {
+  size_t n = 0;
+  for (; name[n] != '\0'; ++n) {
+    const char ch = name[n];
+    if (n == kZygoteLayerNameLen || !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+      return false;
+    }
+  }
+  return n == kZygoteLayerNameLen;
+}
+
+// Appends `text` at `at` in `buffer` (of `size` bytes), keeping it NUL-terminated; false when it
+// does not fit.
+bool Append(char* buffer, size_t& at, size_t size, const char* text) noexcept {
+  const size_t len = strlen(text);
+  if (len >= size - at) return false;
+  memcpy(buffer + at, text, len + 1);
+  at += len;
+  return true;
+}
+
 // "M": the supervisor has put this process in the run's cgroup. EOF: it gave up on the run.
 void WaitMoved() noexcept {
   char moved;
@@ -92,12 +114,18 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept {
       !extent.Rebase(plan.rlimits, plan.rlimit_count) || !extent.RebaseString(plan.hostname) ||
       !extent.RebaseString(plan.workdir) || !extent.RebaseString(run.uid_map) ||
       !extent.RebaseString(run.gid_map) || !extent.RebaseString(run.init_name) ||
+      !extent.RebaseString(run.layers_dir) || !extent.RebaseString(run.layer_target) ||
       plan.hostname == nullptr || plan.workdir == nullptr || run.uid_map == nullptr ||
       run.gid_map == nullptr || run.init_name == nullptr ||
       strlen(plan.hostname) != plan.hostname_len) {
     return nullptr;
   }
   if (plan.mount_op_count > 0 && plan.mount_ops == nullptr) return nullptr;
+  if (run.layers_dir != nullptr &&
+      (run.layer_target == nullptr || run.layer_at > plan.mount_op_count ||
+       plan.mount_op_count + 2 > kZygoteRunMaxMountOps)) {
+    return nullptr;
+  }
   if (plan.rlimit_count > 0 && plan.rlimits == nullptr) return nullptr;
   for (size_t i = 0; i < plan.mount_op_count; ++i) {
     MountOpView& op = const_cast<MountOpView&>(plan.mount_ops[i]);
@@ -119,10 +147,35 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept {
 }
 
 void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
-                    const ForkHooks& hooks) noexcept {
+                    const char* layer, const ForkHooks& hooks) noexcept {
   // The descriptors first, so that a failure is reported on the run's report socket.
   const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], -1, fds[4]};
   child::SetupFds(sources);
+  // A layer's two steps go into a copy of the run's mount steps on this stack, which the run's
+  // init and program inherit (they are forks of this process).
+  PlanView plan = run.plan;
+  MountOpView ops[kZygoteRunMaxMountOps];
+  char source[256];
+  if (layer != nullptr) {
+    size_t at = 0;
+    if (run.layers_dir == nullptr || !IsLayerName(layer) ||
+        !Append(source, at, sizeof source, run.layers_dir) ||
+        !Append(source, at, sizeof source, "/") || !Append(source, at, sizeof source, layer) ||
+        !Append(source, at, sizeof source, "/site")) {
+      errno = EINVAL;
+      Fail(ChildStep::kMountOp, static_cast<uint32_t>(run.layer_at));
+    }
+    const size_t before = run.layer_at;
+    memcpy(ops, run.plan.mount_ops, before * sizeof ops[0]);
+    ops[before] = MountOpView{MountOpKind::kMount, false, source, run.layer_target, nullptr,
+                              MS_BIND, nullptr, 0};
+    ops[before + 1] = MountOpView{MountOpKind::kMount, false, nullptr, run.layer_target,
+                                  nullptr, run.layer_remount_flags, nullptr, 0};
+    memcpy(ops + before + 2, run.plan.mount_ops + before,
+           (run.plan.mount_op_count - before) * sizeof ops[0]);
+    plan.mount_ops = ops;
+    plan.mount_op_count = run.plan.mount_op_count + 2;
+  }
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Fail(ChildStep::kDeathSignal);
   if (getppid() != zygote) _exit(0);  // the zygote died before the death signal was armed
   child::SendOwnPidfd(kFdStart, kZygoteForked, ChildStep::kSendPidfd);
@@ -140,9 +193,9 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
   if (init < 0) Fail(ChildStep::kForkInit);
   if (init != 0) _exit(0);
 
-  child::SetUpSandbox(run.plan);
+  child::SetUpSandbox(plan);
   child::SendOwnPidfd(kFdStart, kZygoteInit, ChildStep::kSendPidfd);
-  child::ReportReady(run.plan);
+  child::ReportReady(plan);
   hooks.before();
   const long program = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (program < 0) Fail(ChildStep::kStartProgram);
@@ -150,13 +203,13 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
     hooks.after_in_child();
     // An interpreter that execve() started is dumpable: its /proc/self is its own to write.
     if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) Fail(ChildStep::kDumpable);
-    child::ApplyProgramLimits(run.plan);
+    child::ApplyProgramLimits(plan);
     close(kFdReport);
     return;
   }
   // As a cold init: /proc/1/cmdline and /proc/1/comm say what it is, and signals from inside
   // the namespace reach PID 1 only through a handler.
-  child::HideSupervisorArgs(run.plan);
+  child::HideSupervisorArgs(plan);
   prctl(PR_SET_NAME, run.init_name, 0, 0, 0);
   child::ResetSignals();
   close(kFdStdin);

@@ -25,7 +25,19 @@ struct ZygoteRunView {
   const char* uid_map;    // the run's user namespace's maps, as written to /proc/self/uid_map
   const char* gid_map;
   const char* init_name;  // /proc/1/comm of a cold init: the supervisor's name
+  // Package layers (SandboxSpec::zygote_layers). layers_dir: where the zygote has them, nullptr
+  // when it has none. A run given a layer binds layers_dir/<layer>/site onto layer_target and
+  // remounts it with layer_remount_flags, as its mount steps layer_at and layer_at + 1.
+  const char* layers_dir;
+  const char* layer_target;
+  uint64_t layer_at;
+  uint64_t layer_remount_flags;
 };
+
+// At most this many mount steps in a run forked with a layer: it builds its list on its stack.
+inline constexpr size_t kZygoteRunMaxMountOps = 256;
+// A layer's name: its key in the package cache, 64 lowercase hex digits.
+inline constexpr size_t kZygoteLayerNameLen = 64;
 
 inline constexpr char kZygoteRunMagic[8] = {'m', 'c', 'p', 'x', 'z', 'r', 'u', '1'};
 
@@ -48,7 +60,9 @@ struct ForkHooks {
 };
 
 // In a process the zygote has just forked, with the run's stdin, stdout, stderr, report and
-// start descriptors (at any numbers): puts them at 0, 1, 2, 3 and 5 and closes the rest, says
+// start descriptors (at any numbers), and the name of the run's package layer (nullptr: none;
+// anything but kZygoteLayerNameLen hex digits, or a layer in a zygote without layers, fails the
+// run's set-up with EINVAL): puts them at 0, 1, 2, 3 and 5 and closes the rest, says
 // "P" with its pidfd on the start socket, waits for "M" (moved into the run's cgroup), makes
 // the run's namespaces, writes its id maps and forks the run's init, then ends. The init sets
 // the sandbox up as a cold one (SetUpSandbox), says "I" with its pidfd, reports ready, and
@@ -56,6 +70,6 @@ struct ForkHooks {
 // this function return, with the start socket still at 5. The init reaps and reports as a cold
 // init. A failed step is reported on the report socket (3), as a cold init's.
 void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
-                    const ForkHooks& hooks) noexcept;
+                    const char* layer, const ForkHooks& hooks) noexcept;
 
 }  // namespace mcpexec::sandbox
