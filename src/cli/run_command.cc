@@ -66,7 +66,8 @@ CLI::App* AddRunCommand(CLI::App& app, RunOptions& o) {
   run->add_option("--packages", o.packages,
                   "Requirements to add to the environment, as exec's packages argument: "
                   "installed from MCP_EXEC_WHEELHOUSE (--wheelhouse) in an installer sandbox, "
-                  "or found in MCP_EXEC_PACKAGE_CACHE; the run is cold (repeatable)")
+                  "or found in MCP_EXEC_PACKAGE_CACHE; with --engine zygote the run is a fork with "
+                  "the layer mounted, else cold (repeatable)")
       ->type_name("REQ")
       ->expected(1)
       ->take_all();

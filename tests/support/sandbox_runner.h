@@ -157,7 +157,8 @@ const std::string& TestEngine();
 
 // MCP_EXEC_TEST_PACKAGES=REQ: every `run` adds the package REQ (`run --packages`) from a
 // wheelhouse that SetUp builds with MCP_EXEC_TEST_MAKE_WHEELS, so that a suite runs with a
-// package layer mounted (tests/meson.build); such runs are cold.
+// package layer mounted (tests/meson.build): bound by a cold init, or mounted by a fork of
+// the zygote under MCP_EXEC_TEST_ENGINE=zygote.
 const std::string& TestPackages();
 
 // MCP_EXEC_TEST_SESSION=1: every `run` is the first call of a session (`run --session`), so

@@ -98,6 +98,45 @@ TEST(ZygoteRun, WithoutAFilterTheRunLoadsNone) {
   EXPECT_EQ(run->plan.seccomp, nullptr);
 }
 
+ZygoteRunSetup WithLayers() {
+  ZygoteRunSetup setup = ASetup();
+  setup.layers_dir = "/usr/lib/mcp-exec/packages";
+  setup.layer_target = "/mnt/usr/lib/mcp-exec/packages";
+  setup.layer_at = 1;
+  setup.layer_remount_flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV;
+  return setup;
+}
+
+TEST(ZygoteRun, WhereTheLayersAreAndWhereARunsGoesArePacked) {
+  Copy copy(PackZygoteRun(WithLayers()));
+  const ZygoteRunView* run = copy.Relocate();
+  ASSERT_NE(run, nullptr);
+  EXPECT_STREQ(run->layers_dir, "/usr/lib/mcp-exec/packages");
+  EXPECT_STREQ(run->layer_target, "/mnt/usr/lib/mcp-exec/packages");
+  EXPECT_EQ(run->layer_at, 1u);
+  EXPECT_EQ(run->layer_remount_flags,
+            static_cast<uint64_t>(MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV));
+}
+
+TEST(ZygoteRun, AZygoteWithoutLayersTellsItsRunsSo) {
+  Copy copy(PackZygoteRun(ASetup()));
+  const ZygoteRunView* run = copy.Relocate();
+  ASSERT_NE(run, nullptr);
+  EXPECT_EQ(run->layers_dir, nullptr);
+  EXPECT_EQ(run->layer_target, nullptr);
+}
+
+TEST(ZygoteRun, ALayerPlacedOutsideTheStepsIsRefused) {
+  ZygoteRunSetup setup = WithLayers();
+  setup.layer_at = setup.mounts.size() + 1;
+  Copy copy(PackZygoteRun(setup));
+  EXPECT_EQ(copy.Relocate(), nullptr);
+  ZygoteRunSetup untargeted = WithLayers();
+  untargeted.layer_target.clear();
+  Copy without_target(PackZygoteRun(untargeted));
+  EXPECT_EQ(without_target.Relocate(), nullptr);
+}
+
 TEST(ZygoteRun, ABlobCutShortIsRefused) {
   const std::string blob = PackZygoteRun(ASetup());
   for (const size_t size : {size_t{0}, sizeof(ZygoteRunBlob) - 1, blob.size() - 1}) {
