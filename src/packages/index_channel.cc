@@ -74,6 +74,10 @@ Result<std::unique_ptr<IndexChannel>> IndexChannel::Open(const std::string& dir,
 void IndexChannel::Stop() {
   stopping_ = true;
   if (stop_write_.Valid()) (void)!write(stop_write_.Get(), "x", 1);
+  {
+    std::lock_guard lock(connection_mutex_);
+    if (connection_ >= 0) shutdown(connection_, SHUT_RDWR);
+  }
   if (thread_.joinable()) thread_.join();
 }
 
@@ -119,7 +123,14 @@ void IndexChannel::Serve() {
     const timeval timeout{kSocketTimeoutSeconds, 0};
     setsockopt(conn.Get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     setsockopt(conn.Get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    {
+      std::lock_guard lock(connection_mutex_);
+      if (stopping_) return;  // Stop() has shut down what it saw: this one it did not
+      connection_ = conn.Get();
+    }
     Answer(conn.Get());
+    std::lock_guard lock(connection_mutex_);
+    connection_ = -1;
   }
 }
 

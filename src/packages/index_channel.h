@@ -72,6 +72,10 @@ class IndexChannel {
   UniqueFd stop_read_, stop_write_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  // The connection being answered, -1 between them: Stop() shuts it down, so that a request
+  // never finished or an answer never read does not hold Stop() for the socket timeouts.
+  std::mutex connection_mutex_;
+  int connection_ = -1;
   mutable std::mutex mutex_;
   std::map<std::string, IndexFile> listed_;     // sha256 -> a file a page listed
   std::map<std::string, std::string> served_;   // file name -> sha256 checked and served

@@ -4,17 +4,23 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "base/unique_fd.h"
 #include "config/config.h"
 #include "exec/packages_config.h"
 #include "packages/digest.h"
+#include "packages/index_channel.h"
 #include "packages/index_client.h"
 #include "packages/index_page.h"
 #include "packages/layer_tree.h"
@@ -280,6 +286,39 @@ TEST(IndexOptions, HttpsOnlyAndCredentialsFromAPrivateFile) {
   EXPECT_EQ(read->credentials, "user:secret");
   EXPECT_FALSE(ReadIndexOptions("https://i.example/", dir + "/no-ca.pem", "",
                                 std::chrono::seconds(1)).ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mcpexec::packages
+
+namespace mcpexec::packages {
+namespace {
+
+// A connection the installer opened and then neither finished a request on nor closed (pip
+// stuck, or killed with the relay still up) must not hold Stop() for the 30 s socket timeouts.
+TEST(IndexChannel, StopDoesNotWaitForAConnectionThatSaysNothing) {
+  char dir_template[] = "/tmp/mcp-exec-channel-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  IndexClient client(IndexOptions{"https://127.0.0.1:1/simple/", "", "", std::chrono::seconds(5)});
+  auto channel = IndexChannel::Open(dir, client, dir, {}, 1 << 20);
+  ASSERT_TRUE(channel.ok()) << channel.error().message;
+  UniqueFd conn(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = dir + "/" + kIndexSocketName;
+  ASSERT_LT(path.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(connect(conn.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(write(conn.Get(), "GET /simple/", 12), 12);  // a request head never finished
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the channel is in recv
+  const auto before = std::chrono::steady_clock::now();
+  (*channel)->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(5));
+  char byte;
+  EXPECT_EQ(read(conn.Get(), &byte, 1), 0) << "the connection was not shut down";
+  channel->reset();
   std::filesystem::remove_all(dir);
 }
 
