@@ -28,21 +28,6 @@ const char* SkipWord(sandbox::OutputSkip skip) {
   return "not read";
 }
 
-// Plain relative: no empty, "." or ".." component, no leading '/', no NUL.
-bool PlainRelative(std::string_view path) {
-  if (path.empty() || path.front() == '/' || path.find('\0') != std::string_view::npos) {
-    return false;
-  }
-  size_t at = 0;
-  while (at <= path.size()) {
-    const size_t slash = std::min(path.find('/', at), path.size());
-    const std::string_view part = path.substr(at, slash - at);
-    if (part.empty() || part == "." || part == "..") return false;
-    at = slash + 1;
-  }
-  return true;
-}
-
 Error Refused(const std::string& what) {
   return MakeError(ErrorCode::kInvalidArgument, "the installed packages " + what);
 }
@@ -75,7 +60,9 @@ Result<uint64_t> WriteLayerTree(const sandbox::OutputCollection& collection,
   for (const sandbox::OutputFile& file : collection.files) {
     if (file.path.rfind(lead, 0) != 0) continue;
     const std::string rel = file.path.substr(lead.size());
-    if (!PlainRelative(rel)) return Refused("have a path that is not plain: " + file.path);
+    if (std::string problem = sandbox::RelativePathProblem(rel); !problem.empty()) {
+      return Refused("have a path that is not plain (" + problem + "): " + file.path);
+    }
     if (file.type != "file") return Refused("have a " + file.type + ": " + rel);
     if (file.skip != sandbox::OutputSkip::kNone) {
       return Refused("have a file that was " + std::string(SkipWord(file.skip)) + ": " + rel);

@@ -290,7 +290,7 @@ class OutputWalk {
 
 }  // namespace
 
-std::string WorkspacePathProblem(std::string_view path) {
+std::string RelativePathProblem(std::string_view path) {
   if (path.empty()) return "the path is empty";
   if (path.front() == '/') return "the path is absolute: give it relative to /tmp";
   for (const char ch : path) {
@@ -302,6 +302,11 @@ std::string WorkspacePathProblem(std::string_view path) {
     if (part == "." || part == "..") return "the path has a \".\" or \"..\" component";
     if (part.size() > NAME_MAX) return "a component of the path is over 255 bytes";
   }
+  return "";
+}
+
+std::string WorkspacePathProblem(std::string_view path) {
+  if (std::string problem = RelativePathProblem(path); !problem.empty()) return problem;
   if (path == kProgramFile) {
     return "main.py is the program itself";
   }

@@ -31,9 +31,13 @@ struct InputFile {
   std::string content;
 };
 
-// Why `path` cannot name an input file ("" when it can): empty, absolute, a "." or ".."
+// Why `path` is not a plain relative path ("" when it is): empty, absolute, a "." or ".."
 // component, an empty component (a doubled or trailing "/"), NUL or another control character,
-// a component over NAME_MAX bytes, the program's own main.py, or "outputs" itself (a directory).
+// a component over NAME_MAX bytes. Such a path stays beneath the directory it is joined to.
+std::string RelativePathProblem(std::string_view path);
+
+// Why `path` cannot name an input file ("" when it can): RelativePathProblem's reasons, the
+// program's own main.py, or "outputs" itself (a directory).
 std::string WorkspacePathProblem(std::string_view path);
 
 // Creates each file (0644) and the directories on its way (0755), owned by the sandbox's user,
