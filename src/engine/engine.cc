@@ -419,7 +419,8 @@ class PoolEngine final : public Engine {
       }
       if (options_.refill) {
         std::erase_if(layered_wanted_, [&](const LayerUse& w) { return w.key == layer.key; });
-        layered_wanted_.push_back(layer);
+        // Without the lease: a layer waiting for its sandbox is not kept from eviction.
+        layered_wanted_.push_back(LayerUse{layer.key, layer.dir, nullptr});
         while (layered_wanted_.size() > options_.size) layered_wanted_.pop_front();
       }
     }
@@ -455,11 +456,11 @@ class PoolEngine final : public Engine {
                                          [&](const LayeredBox& b) { return b.key == layer.key; });
         if (has_one) continue;
         lock.unlock();
-        // Made under the lease the run's want holds: the layer stays while the fork mounts it.
+        // Eviction renames a layer away before it removes anything: when the same directory is
+        // there before and after the fork, the fork mounted it whole.
         const LayerId id = LayerIdOf(layer.dir);
         Result<sandbox::Sandbox> box = source_->Make(layer.key);
         const LayerId mounted = LayerIdOf(layer.dir);
-        layer.lease.reset();
         std::optional<LayeredBox> oldest;
         lock.lock();
         if (!box.ok()) {
@@ -467,7 +468,7 @@ class PoolEngine final : public Engine {
                     {{"engine", source_->Name()}, {"error", box.error().message}});
           continue;
         }
-        if (!(made_from == stamp_) || id != mounted) continue;
+        if (!(made_from == stamp_) || id != mounted || id == LayerId{}) continue;
         layered_ready_.push_back(LayeredBox{layer.key, layer.dir, id, std::move(*box)});
         if (layered_ready_.size() > options_.size) {
           oldest.emplace(std::move(layered_ready_.front()));
