@@ -62,10 +62,11 @@ def _agent(ctl, modules, zygote=None):
     gc.collect()
     gc.freeze()
 
+    on_start = None
     if zygote is not None:
         # Says "R" once ready to fork; returns in each run's program process, whose own start
-        # socket is then `ctl`.
-        _zygote(ctl, zygote)
+        # socket is then `ctl`, with what to do when the request comes.
+        on_start = _zygote(ctl, zygote)
         zygote = None
     # Prints an uncaught exception as `python3 main.py` does, its traceback starting at the
     # program: the frames of the agent's code objects in `skip` are dropped.
@@ -86,10 +87,14 @@ def _agent(ctl, modules, zygote=None):
     os.write(ctl, b"R")
     go = os.read(ctl, 1)
     if go == b"S":
+        if on_start is not None:
+            on_start()
         _session(ctl, sys, os, builtins, signal, excepthook)  # never returns
     if go != b"G":
         os._exit(0)
     os.close(ctl)
+    if on_start is not None:
+        on_start()
 
     with _open(path, "rb") as f:
         source = f.read()
@@ -269,7 +274,8 @@ def _session(ctl, sys, os, builtins, signal, excepthook):
 # The zygote (a zygote plan): forks one sandbox per "F" message on `ctl`, which carries the run's
 # stdin, stdout, stderr, report and start descriptors, and after the "F" the name of the run's
 # package layer, if it has one (docs/engine.md has the protocol). It never runs a program:
-# returns only in a run's program process, once that is fully confined. Each fork sets itself
+# returns only in a run's program process, once that is fully confined, with what the agent
+# calls when the request comes (the layer's .pth files), or None. Each fork sets itself
 # up with the extension at descriptor `module` (zygote_run.h): the steps of a cold init,
 # compiled; `blob` says what they set up (PackZygoteRun). `packages` is where a run's layer is
 # mounted, on sys.path since the interpreter started (the image's mcp_exec_packages.pth).
@@ -331,11 +337,8 @@ def _zygote(ctl, setup):
             runs.run(fds, zygote_pid, layer)  # returns in the program's process only
             start = 5
             # What the zygote's import system knew of the packages directory (the layers it had
-            # when it started) is dropped, and the run's own layer is read as a cold run's
-            # interpreter reads it at start: its .pth files too.
+            # when it started) is dropped.
             sys.path_importer_cache.pop(packages, None)
-            if layer is not None:
-                site.addsitedir(packages)
             # Each run's random state is its own: what the zygote seeded is reseeded (random's
             # own generator is, by the interpreter's fork hooks).
             numpy = sys.modules.get("numpy")
@@ -347,7 +350,12 @@ def _zygote(ctl, setup):
             process = sys.modules.get("multiprocessing.process")
             if process is not None:
                 process.current_process().authkey = os.urandom(32)
-            return
+            # The layer's .pth files, which a cold interpreter runs at its start, are package
+            # code: the agent runs them once the request has come, in the run's time and after
+            # the start socket is closed (a session's: before its first call).
+            if layer is not None:
+                return lambda: site.addsitedir(packages)
+            return None
         except BaseException as e:
             try:
                 os.write(start, ("E%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4000])

@@ -12,7 +12,8 @@
 #     mcpx-np99 (requires numpy>=99), mcpx-usesnp (requires numpy>=1.20, which the image meets),
 #     mcpx-win (only a win_amd64 wheel), mcpx-py27 (only a cp27 wheel),
 #     mcpx-src-1.0.tar.gz (an sdist, no wheel), MCPX_Odd.Name (mcpx_odd_name-1.0-...whl),
-#     mcpx-pth (mcpx_pth.pth: import os; os.environ["MCPX_PTH"]="1"),
+#     mcpx-pth (mcpx_pth.pth: import os; os.environ["MCPX_PTH"]="1", and MCPX_PTH_FD5 whether
+#       descriptor 5, a warm sandbox's start socket, was open when it ran),
 #     mcpx-conc-root, mcpx-conc-user (a set of their own for each concurrency case),
 #     mcpx-fresh-N (N < 8: small sets nothing else asks for, for "the next install still works").
 #   hostile/NAME/   one wheelhouse per hostile wheel, each also holding mcpx-hello 1.0 and the
@@ -142,7 +143,8 @@ def good(directory):
     write_sdist(d, "mcpx-src", "1.0")
     write_wheel(d, "MCPX_Odd.Name", "1.0")
     write_wheel(d, "mcpx-pth", "1.0", extra={
-        "mcpx_pth.pth": b'import os; os.environ["MCPX_PTH"]="1"\n'})
+        "mcpx_pth.pth": b'import os; os.environ["MCPX_PTH"]="1"; '
+                        b'os.environ["MCPX_PTH_FD5"]=str(os.path.exists("/proc/self/fd/5"))\n'})
     for who in ("root", "user"):
         write_wheel(d, f"mcpx-conc-{who}", "1.0", requires=[f"mcpx-conc-{who}-dep"])
         write_wheel(d, f"mcpx-conc-{who}-dep", "1.0")
