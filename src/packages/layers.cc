@@ -293,7 +293,7 @@ Result<LayerRun> PackageLayers::Cached(const sandbox::SandboxSpec& base,
   if (key.empty()) return run;
   run.key = key;
   run.dir = LayerDir(key);
-  const std::string manifest = LayerDir(key) + "/" + kManifest;
+  const std::string manifest = run.dir + "/" + kManifest;
   MCPEXEC_ASSIGN_OR_RETURN(std::shared_ptr<const void> lease, Lease(manifest));
   run.lease = lease;
   MCPEXEC_ASSIGN_OR_RETURN(LayerInfo info, ReadManifest(manifest, key));
@@ -305,7 +305,7 @@ Result<LayerRun> PackageLayers::Cached(const sandbox::SandboxSpec& base,
     sandbox::SandboxSpec spec = base;
     spec.warm = false;
     spec.zygote = false;
-    spec.read_only_binds = {{LayerDir(key) + "/site", kLayerMount}};
+    spec.read_only_binds = {{run.dir + "/site", kLayerMount}};
     auto plan = sandbox::Compile(spec, backend_);
     if (!plan.ok()) {
       engines_.erase(engine_key);
