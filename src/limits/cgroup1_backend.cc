@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <map>
 
@@ -82,6 +81,10 @@ class Cgroup1Run final : public RunCgroup {
     return baseline_.Without(usage);
   }
 
+  Result<uint64_t> Tasks() const override {
+    return ReadCgroupNumber(dirs_.pids, "pids.current");
+  }
+
   Result<Usage> Finish() override {
     finished_ = true;
     const Usage usage = Read();
@@ -129,7 +132,7 @@ class Cgroup1Backend final : public LimitsBackend {
   }
 
   Result<std::unique_ptr<RunCgroup>> CreateRun() override {
-    const std::string name = RunNamePrefix() + std::to_string(next_++);
+    const std::string name = NewRunName();
     RunDirs dirs;
     auto run_dir = [&](const char* controller) -> std::string {
       return bases_.at(controller) + "/" + name;
@@ -171,7 +174,6 @@ class Cgroup1Backend final : public LimitsBackend {
  private:
   std::map<std::string, std::string> bases_;  // controller -> "<its hierarchy>/.../mcp-exec"
   bool memsw_;
-  std::atomic<uint64_t> next_{0};
 };
 
 }  // namespace

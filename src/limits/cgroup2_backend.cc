@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <thread>
@@ -72,6 +71,8 @@ class Cgroup2Run final : public RunCgroup {
     return baseline_.Without(usage);
   }
 
+  Result<uint64_t> Tasks() const override { return ReadCgroupNumber(dir_, "pids.current"); }
+
   Result<Usage> Finish() override {
     finished_ = true;
     const Usage usage = Read();
@@ -100,7 +101,7 @@ class Cgroup2Backend final : public LimitsBackend {
   Result<void> CheckUsable() const override { return CheckWritableDir(base_); }
 
   Result<std::unique_ptr<RunCgroup>> CreateRun() override {
-    const std::string dir = base_ + "/" + RunNamePrefix() + std::to_string(next_++);
+    const std::string dir = base_ + "/" + NewRunName();
     if (mkdir(dir.c_str(), 0755) != 0) {
       return Errno(ErrorCode::kUnavailable, "create the run's cgroup: mkdir(" + dir + ")");
     }
@@ -126,7 +127,6 @@ class Cgroup2Backend final : public LimitsBackend {
  private:
   std::string base_;
   bool swap_max_;
-  std::atomic<uint64_t> next_{0};
 };
 
 Result<void> RequireControllers(const std::string& dir, const std::string& fix) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -174,6 +175,11 @@ const std::string& RunNamePrefix() {
            "-";
   }();
   return prefix;
+}
+
+std::string NewRunName() {
+  static std::atomic<uint64_t> next{0};
+  return RunNamePrefix() + std::to_string(next.fetch_add(1, std::memory_order_relaxed));
 }
 
 bool IsStaleRun(std::string_view name) {

@@ -58,6 +58,10 @@ bool HasWord(std::string_view text, std::string_view word);
 // "run-<pid>-<start time>-": a prefix unique to this process (pids are reused, start times
 // make them unique), so that concurrent servers sharing a parent never touch each other's runs.
 const std::string& RunNamePrefix();
+// The prefix and a number no other run of this process has had: one counter for every backend,
+// since a run's cgroup may outlive its answer (sandbox/teardown.h) and a backend opened later
+// must not reuse its name. Thread-safe.
+std::string NewRunName();
 
 // True when the run cgroup `name` belongs to a process that is no longer alive.
 bool IsStaleRun(std::string_view name);

@@ -68,6 +68,9 @@ class RunCgroup {
   virtual Result<void> ExcludeCurrentUsage() = 0;
   // The run's accounting so far, while it runs (a session between calls). Thread-safe.
   virtual Usage Read() const = 0;
+  // How many tasks (processes and threads) are in the cgroup now, zombies included until they
+  // are reaped: pids.current.
+  virtual Result<uint64_t> Tasks() const = 0;
   // Reads the run's accounting, then kills what is left and removes the cgroup. Call after the
   // sandbox's init has been reaped.
   virtual Result<Usage> Finish() = 0;
