@@ -11,6 +11,7 @@
 #include "cli/serve_command.h"
 #include "log/log.h"
 #include "sandbox/sealed_self.h"
+#include "sandbox/teardown.h"
 
 #ifndef MCPEXEC_VERSION
 #error "MCPEXEC_VERSION must be defined by the build"
@@ -42,12 +43,19 @@ int main(int argc, char** argv, char** envp) {
     return code == 0 ? 0 : 2;
   }
   const std::string rootfs = mcpexec::cli::kDefaultRootfs;
-  if (run->parsed()) return mcpexec::cli::RunCommand(rootfs, run_options);
-  if (serve->parsed()) return mcpexec::cli::ServeCommand(rootfs, MCPEXEC_VERSION, serve_options);
-  if (doctor->parsed()) return mcpexec::cli::DoctorCommand(rootfs, doctor_options);
-  if (env->parsed()) {
-    return mcpexec::cli::EnvCommand(rootfs, mcpexec::cli::kBuildRootfsTool, env_options);
+  int status = 2;
+  if (run->parsed()) {
+    status = mcpexec::cli::RunCommand(rootfs, run_options);
+  } else if (serve->parsed()) {
+    status = mcpexec::cli::ServeCommand(rootfs, MCPEXEC_VERSION, serve_options);
+  } else if (doctor->parsed()) {
+    status = mcpexec::cli::DoctorCommand(rootfs, doctor_options);
+  } else if (env->parsed()) {
+    status = mcpexec::cli::EnvCommand(rootfs, mcpexec::cli::kBuildRootfsTool, env_options);
+  } else if (packages->parsed()) {
+    status = mcpexec::cli::PackagesCommand(rootfs, packages_options);
   }
-  if (packages->parsed()) return mcpexec::cli::PackagesCommand(rootfs, packages_options);
-  return 2;
+  // Runs answered before their sandboxes were gone: none is left behind at exit.
+  mcpexec::sandbox::Teardown::Shared().Drain();
+  return status;
 }

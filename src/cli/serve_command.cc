@@ -22,6 +22,7 @@
 #include "mcp/transport/stdio.h"
 #include "mcp/worker_pool.h"
 #include "sandbox/plan.h"
+#include "sandbox/teardown.h"
 
 namespace mcpexec::cli {
 
@@ -226,6 +227,11 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
                          {"max_concurrency", config->max_concurrency},
                          {"max_queue", config->max_queue}});
 
+  sandbox::Teardown& teardown = sandbox::Teardown::Shared();
+  teardown.OnFailure([](const Error& error) {
+    log::Warn("a finished run's sandbox could not be torn down", {{"error", error.message}});
+  });
+
   if (config->transport == config::Transport::kStdio) {
     auto served = mcp::ServeStdio(server, STDIN_FILENO, STDOUT_FILENO,
                                   config::MaxMessageBytes(*config));
@@ -237,8 +243,9 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Info("stdin closed: stopping");
     return 0;
   }
-  const ServeMetricsSources sources{version, exec_metrics.get(), &pool, engine.get(),
-                                    plan.Limits().Kind(), environments->get()};
+  const ServeMetricsSources sources{version,      exec_metrics.get(),    &pool,
+                                    engine.get(), plan.Limits().Kind(), environments->get(),
+                                    &teardown};
   return ServeHttp(server, pool, *config, sources);
 }
 

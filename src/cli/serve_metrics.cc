@@ -68,6 +68,27 @@ void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& s) {
                     [](const State& e) { return e.memory.pss_bytes; });
   }
 
+  if (s.teardown != nullptr) {
+    const sandbox::Teardown::Stats teardown = s.teardown->GetStats();
+    out.Family("mcp_exec_teardown_backlog",
+               "Finished runs whose init's exit and cgroup removal are still pending (at most " +
+                   std::to_string(sandbox::Teardown::kMaxPending) + ")",
+               Type::kGauge);
+    out.Sample("mcp_exec_teardown_backlog", teardown.pending);
+    out.Family("mcp_exec_teardowns_total", "Finished runs torn down since start",
+               Type::kCounter);
+    out.Sample("mcp_exec_teardowns_total", teardown.completed);
+    out.Family("mcp_exec_teardowns_inline_total",
+               "Of those, torn down on the request path because the backlog was full",
+               Type::kCounter);
+    out.Sample("mcp_exec_teardowns_inline_total", teardown.inline_);
+    out.Family("mcp_exec_teardown_failures_total",
+               "Teardowns whose init could not be reaped or whose cgroup could not be removed "
+               "(each one logged)",
+               Type::kCounter);
+    out.Sample("mcp_exec_teardown_failures_total", teardown.failed);
+  }
+
   out.Family("mcp_exec_limits_backend_info",
              "The backend enforcing each run's limits (cgroup2, cgroup1, rlimit), value 1",
              Type::kGauge);

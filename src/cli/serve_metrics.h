@@ -1,5 +1,6 @@
 // The /metrics families of `serve` beyond the HTTP server's own: build, exec calls, the worker
-// pool, the engine, each environment's engine and its memory, and the limits backend.
+// pool, the engine, each environment's engine and its memory, the teardown of finished runs,
+// and the limits backend.
 #pragma once
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "limits/limits.h"
 #include "mcp/worker_pool.h"
 #include "metrics/text_format.h"
+#include "sandbox/teardown.h"
 
 namespace mcpexec::cli {
 
@@ -22,6 +24,8 @@ struct ServeMetricsSources {
   limits::Backend limits_backend = limits::Backend::kRlimit;
   // Each offered environment's engine and its memory at rest; none when null.
   const exec::EnvironmentEngines* environments = nullptr;
+  // The teardown of runs after their answer; none when null.
+  const sandbox::Teardown* teardown = nullptr;
 };
 
 void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& sources);

@@ -46,7 +46,7 @@ class Sandbox {
 
   // Writes the program and its input files into the workspace, starts it, delivers its stdin,
   // pumps output, enforces the deadline and the output cap, and returns when every process of
-  // the sandbox is gone. Call once. A failure to start the program (an interpreter that cannot
+  // the run is gone: init's own exit and the cgroup's removal go to the Teardown (teardown.h). Call once. A failure to start the program (an interpreter that cannot
   // be executed, a program too large for the workspace, a warm sandbox that died while it
   // waited) is an Error; anything the program does is a RunResult. Blocks SIGPIPE in the
   // calling thread for its duration.
@@ -69,6 +69,9 @@ class Sandbox {
   void Hold(UniqueFd workspace, Pipe& report, Pipe& start, Pipe& in, Pipe& out, Pipe& err);
   // Waits for the warm interpreter's "R" on the start socket.
   Result<void> WaitForAgent(std::chrono::steady_clock::time_point deadline);
+  // After init's report of the run's end: checks with the cgroup that init is all that is left,
+  // or kills and reaps init.
+  Result<void> ConfirmOnlyInitLeft();
 
   // A zygote's run: the zygote, which must outlive it (its runs die with it). Destroyed last.
   std::shared_ptr<const Zygote> zygote_;

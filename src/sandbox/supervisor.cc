@@ -25,6 +25,7 @@
 #include "sandbox/sandbox.h"
 #include "sandbox/sandbox_messages.h"
 #include "sandbox/setup_error.h"
+#include "sandbox/teardown.h"
 #include "sandbox/warm_agent.h"
 #include "sandbox/workspace_files.h"
 
@@ -118,8 +119,10 @@ struct CallChannel {
 
 // One run from the start byte to the last output: pumps stdin, drains stdout and stderr into
 // the capped result (or discards them past the cap), reads init's reports, and kills the
-// sandbox at the deadline or on cancellation. Init's death ends every process of the run (it
-// is PID 1), so the loop lasts until init is reaped and the pipes are closed. A session's call
+// sandbox at the deadline or on cancellation. The run is over once init has reported its
+// program's end, which it does after killing and reaping every other process of its namespace,
+// or once init is reaped (its death ends every process of the run: it is PID 1); the loop
+// lasts until then and until the pipes are closed. A session's call
 // (`call` set) ends at the interpreter's answer instead, once the pipes hold nothing more.
 class RunLoop {
  public:
@@ -139,7 +142,7 @@ class RunLoop {
 
   Result<RunEnd> Run() {
     input_.Pump();
-    while (!init_.Reaped() || stdout_.Valid() || stderr_.Valid() || report_.Valid()) {
+    while (!Over() || stdout_.Valid() || stderr_.Valid()) {
       if (end_ == RunEnd::kCallDone) {
         // Everything the call wrote is in the pipes: the agent flushed before it answered.
         MCPEXEC_RETURN_IF_ERROR(DrainToEmpty());
@@ -153,7 +156,7 @@ class RunLoop {
                            output_.Held());
         progress_.Called(now);
       }
-      if (init_.Reaped() && !drain_until_) drain_until_ = now + kDrainLimit;
+      if (Over() && !drain_until_) drain_until_ = now + kDrainLimit;
       if (drain_until_ && now >= *drain_until_) break;
       MCPEXEC_RETURN_IF_ERROR(Step(now));
     }
@@ -177,6 +180,8 @@ class RunLoop {
         ended_at_.value_or(Clock::now()) - start_);
     return happened;
   }
+  // No process of the run is left but init, which ends by itself (or is reaped already).
+  bool Over() const { return init_.Reaped() || exit_report_.has_value(); }
   const std::optional<ChildReport>& ExitReport() const { return exit_report_; }
   const std::optional<ChildReport>& FailureReport() const { return failure_report_; }
 
@@ -261,7 +266,7 @@ class RunLoop {
     }
     watch(report_.Get(), POLLIN);
     watch(input_.fd.Get(), POLLOUT);
-    if (!init_.Reaped()) watch(init_.PidFd(), POLLIN);
+    if (!Over()) watch(init_.PidFd(), POLLIN);
     if (!end_ && !(call_ && call_->interrupted)) watch(hooks_.cancel_fd, POLLIN);
     if (!end_ && call_ && !control_closed_) watch(call_->control, POLLIN);
     Clock::time_point wake = deadline_;
@@ -292,7 +297,7 @@ class RunLoop {
         if (!end_) End(RunEnd::kInitLost, Clock::now());
       }
     }
-    if (output_.Truncated() && init_.Reaped()) {
+    if (output_.Truncated() && Over()) {
       // Every writer is gone with the sandbox; what is left in the pipes is past the cap.
       stdout_.Reset();
       stderr_.Reset();
@@ -420,9 +425,10 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   workspace_.Reset();
   happened.limits_backend = limits::BackendName(plan->Limits().Kind());
   happened.warm = plan->View().warm;
+  MCPEXEC_RETURN_IF_ERROR(ConfirmOnlyInitLeft());
   if (cgroup_) {
-    MCPEXEC_ASSIGN_OR_RETURN(limits::Usage usage, cgroup_->Finish());
-    cgroup_.reset();
+    // Final: every process of the run is gone but init, which runs none of its code.
+    const limits::Usage usage = cgroup_->Read();
     happened.oom_kill = usage.oom_killed;
     happened.memory_peak_bytes = usage.memory_peak_bytes;
     happened.cpu_time_ms = usage.cpu_time_ms;
@@ -431,7 +437,21 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     happened.cpu_time_ms = static_cast<uint64_t>(exit->children_cpu_us) / 1000;
   }
   MCPEXEC_ASSIGN_OR_RETURN(CallResult finished, Finish(std::move(happened)));
+  // Init's exit, the namespaces' teardown and the cgroup's removal follow the answer.
+  Teardown::Shared().Add(
+      SandboxRemains{std::move(zygote_), std::move(cgroup_), std::move(init_)});
   return std::move(finished.run);
+}
+
+Result<void> Sandbox::ConfirmOnlyInitLeft() {
+  if (init_.Reaped() || !cgroup_) return Ok();
+  // Init's word, checked against the cgroup: init alone is charged to pids.current once the
+  // others are reaped. Anything else ends the run the old way, init killed and reaped here.
+  Result<uint64_t> tasks = cgroup_->Tasks();
+  if (tasks.ok() && *tasks == 1) return Ok();
+  init_.Kill();
+  MCPEXEC_RETURN_IF_ERROR(init_.Wait());
+  return Ok();
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include "exec/exec.h"
 #include "sandbox/plan.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/teardown.h"
 #include "sandbox/zygote.h"
 
 namespace mcpexec::testing {
@@ -59,7 +60,9 @@ TEST_F(SandboxLibraryTest, CreateThenRunLaterAreSeparableSteps) {
   EXPECT_EQ(result->stderr_data, "");
   EXPECT_EQ(result->exit_code, 0);
   EXPECT_EQ(result->outcome, sandbox::Outcome::kExited);
-  // The run ends when every process of the sandbox is gone: its init included.
+  // The result comes once every process of the run but init is gone; init ends by itself, and
+  // the Teardown reaps it.
+  sandbox::Teardown::Shared().Drain();
   EXPECT_EQ(kill(init, 0), -1);
   EXPECT_EQ(errno, ESRCH);
 }
@@ -237,6 +240,8 @@ TEST_F(ZygoteTest, TheZygoteLivesAsLongAsTheSandboxesItForked) {
     ASSERT_TRUE(result.ok()) << result.error().message;
     EXPECT_EQ(result->stdout_data, "42\n");
   }
+  // The sandbox's remains hold the zygote until its init has ended.
+  sandbox::Teardown::Shared().Drain();
   EXPECT_FALSE(Alive(init)) << "the zygote outlived the last sandbox it forked";
 }
 

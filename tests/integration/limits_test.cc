@@ -34,6 +34,7 @@
 #include "limits/limits.h"
 #include "sandbox/plan.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/teardown.h"
 
 namespace mcpexec::testing {
 namespace {
@@ -434,7 +435,10 @@ TEST(LimitsLibraryTest, NoCgroupIsLeftAfterManyRuns) {
     ASSERT_TRUE(result.ok()) << result.error().message;
     ASSERT_EQ(result->exit_code, 0);
     ASSERT_EQ(result->limits_backend, limits::BackendName(backend.Kind()));
+    // Each run's cgroup goes after its answer, with at most kMaxPending waiting.
+    ASSERT_LE(sandbox::Teardown::Shared().GetStats().pending, sandbox::Teardown::kMaxPending);
   }
+  sandbox::Teardown::Shared().Drain();
   EXPECT_THAT(RunCgroups(backend.Location(), prefix), ::testing::IsEmpty());
 }
 

@@ -226,8 +226,10 @@ TEST(ServeMetrics, WritesBuildPoolEngineAndLimitsFamilies) {
   exec_metrics.Record(exec::CallOutcome::kOk, 10ms, 1);
   mcp::WorkerPool pool(3, 4);
   FakeEngine engine(ZygoteState(1, true));
+  sandbox::Teardown teardown;
   TextWriter out;
-  cli::WriteServeMetrics(out, {"1.2.3", &exec_metrics, &pool, &engine, limits::Backend::kCgroup1});
+  cli::WriteServeMetrics(out, {"1.2.3", &exec_metrics, &pool, &engine, limits::Backend::kCgroup1,
+                               nullptr, &teardown});
   const std::string text = out.Take();
   for (const char* line : {
            "mcp_exec_build_info{version=\"1.2.3\"} 1\n",
@@ -242,6 +244,10 @@ TEST(ServeMetrics, WritesBuildPoolEngineAndLimitsFamilies) {
            "mcp_exec_zygote_alive 1\n",
            "mcp_exec_zygote_forks_total 7\n",
            "mcp_exec_limits_backend_info{backend=\"cgroup1\"} 1\n",
+           "mcp_exec_teardown_backlog 0\n",
+           "mcp_exec_teardowns_total 0\n",
+           "mcp_exec_teardowns_inline_total 0\n",
+           "mcp_exec_teardown_failures_total 0\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
   }

@@ -252,26 +252,40 @@ void ApplyProgramLimits(const PlanView& plan) noexcept {
 }
 
 void Reap(pid_t program) noexcept {
+  int program_status = 0;
   for (;;) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) _exit(kSetupFailedExit);
     if (pid == program) {
-      ChildReport report{};
-      report.type = ReportType::kExit;
-      report.wait_status = status;
-      struct rusage usage{};
-      if (getrusage(RUSAGE_CHILDREN, &usage) == 0) {
-        report.children_maxrss_kib = usage.ru_maxrss;
-        report.children_cpu_us =
-            (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1'000'000LL +
-            usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
-      }
-      Report(report);
-      _exit(0);
+      program_status = status;
+      break;
     }
   }
+  // The run ends with its program: every other process of the namespace is killed and reaped
+  // before the report, so that the supervisor can answer on it while this process is still
+  // exiting. kill(-1) from PID 1 reaches every process of its PID namespace but itself; one
+  // forking meanwhile either is reached or has its fork fail on the pending signal. Orphans are
+  // reparented here before their parent is reaped, so ECHILD means none is left.
+  kill(-1, SIGKILL);
+  for (;;) {
+    const pid_t pid = waitpid(-1, nullptr, __WALL);
+    if (pid > 0 || (pid < 0 && errno == EINTR)) continue;
+    if (errno != ECHILD) _exit(kSetupFailedExit);
+    break;
+  }
+  ChildReport report{};
+  report.type = ReportType::kExit;
+  report.wait_status = program_status;
+  struct rusage usage{};
+  if (getrusage(RUSAGE_CHILDREN, &usage) == 0) {
+    report.children_maxrss_kib = usage.ru_maxrss;
+    report.children_cpu_us = (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1'000'000LL +
+                             usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
+  }
+  Report(report);
+  _exit(0);
 }
 
 }  // namespace mcpexec::sandbox::child

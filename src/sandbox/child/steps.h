@@ -36,8 +36,9 @@ void SetUpSandbox(const PlanView& plan) noexcept;
 void ReportReady(const PlanView& plan) noexcept;
 // In the program's process: a new session, the rlimits, then the seccomp filter, last.
 void ApplyProgramLimits(const PlanView& plan) noexcept;
-// PID 1 of the sandbox: reaps every orphan, and ends the sandbox when `program` ends,
-// reporting its wait status and what its processes used.
+// PID 1 of the sandbox: reaps every orphan, and ends the sandbox when `program` ends: kills
+// and reaps every other process of the namespace, then reports the program's wait status and
+// what the run's processes used, and exits.
 [[noreturn]] void Reap(pid_t program) noexcept;
 
 }  // namespace mcpexec::sandbox::child
