@@ -3,6 +3,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include "log/log.h"
 #include "mcp/protocol.h"
 
@@ -24,9 +27,27 @@ json ToolError(const std::string& message) {
 }
 
 // A tools/call that has been accepted and has not answered yet.
+// A response follows its request's last progress notification by at least this much. The
+// official TypeScript SDK handles a notification in a microtask but a response at once, so a
+// progress notification read together with its request's response (one read of the pipe or the
+// stream) finds its token gone, and the client reports an error. A run's result can come within
+// a millisecond of the notification that carried its last output.
+constexpr auto kResponseAfterProgress = std::chrono::milliseconds(25);
+
 struct Session::InFlight {
   UniqueFd cancel;  // eventfd, written once to cancel
   std::atomic<bool> cancelled{false};
+  // When the last progress notification was queued (steady_clock), 0 for none.
+  std::atomic<int64_t> last_progress_ns{0};
+
+  // Waits until the response may follow the last progress notification.
+  void AwaitResponseGap() const {
+    const int64_t last = last_progress_ns.load();
+    if (last == 0) return;
+    const auto since = std::chrono::steady_clock::now().time_since_epoch() -
+                       std::chrono::nanoseconds(last);
+    if (since < kResponseAfterProgress) std::this_thread::sleep_for(kResponseAfterProgress - since);
+  }
 };
 
 Server::Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool)
@@ -263,6 +284,10 @@ ToolCallContext Session::ContextFor(const jsonrpc::Request& request, const Sink&
                      "notifications/progress",
                      {{"progressToken", token}, {"progress", progress}, {"message", message}}),
                  false);
+      flight->last_progress_ns.store(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              std::chrono::steady_clock::now().time_since_epoch())
+              .count());
     };
   }
   auto self = shared_from_this();
@@ -298,6 +323,7 @@ void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
       self->in_flight_.erase(key);
     }
     if (era.stateless) result = self->Stateless(std::move(result));
+    flight->AwaitResponseGap();
     if (!flight->cancelled.load()) sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
   };
   if (server_.Pool().TrySubmit(std::move(task))) return;

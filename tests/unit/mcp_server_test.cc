@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -23,6 +24,7 @@ class RecordingSink : public MessageSink {
   void Send(const json& message, bool final) override {
     std::lock_guard lock(mu_);
     messages_.push_back(message);
+    at_.push_back(std::chrono::steady_clock::now());
     finals_ += final ? 1 : 0;
     cv_.notify_all();
   }
@@ -36,11 +38,17 @@ class RecordingSink : public MessageSink {
     std::lock_guard lock(mu_);
     return messages_;
   }
+  // When each message was sent.
+  std::vector<std::chrono::steady_clock::time_point> Times() {
+    std::lock_guard lock(mu_);
+    return at_;
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<json> messages_;
+  std::vector<std::chrono::steady_clock::time_point> at_;
   int finals_ = 0;
 };
 
@@ -228,6 +236,24 @@ TEST_F(McpServerTest, ProgressIsSentForATokenAndStopsAtTheResult) {
     last = got[i]["params"]["progress"].get<double>();
   }
   EXPECT_EQ(got.back()["id"], 1);
+}
+
+// A client that reads a progress notification and the response together must still find the
+// notification's token: the official TypeScript SDK handles the notification after the response.
+TEST_F(McpServerTest, TheResponseFollowsTheLastProgressNotificationBy25Ms) {
+  Initialize();
+  auto sink = std::make_shared<RecordingSink>();
+  session_->Handle(json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+                        {"params", {{"name", "fake"}, {"arguments", {{"progress_steps", 1}}},
+                                    {"_meta", {{"progressToken", "tok"}}}}}}
+                       .dump(),
+                   sink);
+  const std::vector<json> got = sink->WaitFinals(1);
+  const auto at = sink->Times();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0]["method"], "notifications/progress");
+  EXPECT_EQ(got[1]["id"], 1);
+  EXPECT_GE(at[1] - at[0], std::chrono::milliseconds(25));
 }
 
 TEST_F(McpServerTest, InitializeDeclaresLogging) {
