@@ -417,15 +417,16 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   if (end == RunEnd::kStartFailed) {
     return ChildError(*plan, *loop.FailureReport(), ReadUsernsFacts());
   }
+  MCPEXEC_RETURN_IF_ERROR(ConfirmOnlyInitLeft());
   Happened happened = loop.Seen(end);
-  // Init is reaped, so every process of the run is gone: /tmp/outputs no longer changes.
+  // Every process of the run but init is gone (init, which writes nothing there, may still be
+  // ending): /tmp/outputs no longer changes.
   if (limits.outputs.max_files > 0) {
     MCPEXEC_ASSIGN_OR_RETURN(happened.outputs, CollectOutputs(workspace_.Get(), limits.outputs));
   }
   workspace_.Reset();
   happened.limits_backend = limits::BackendName(plan->Limits().Kind());
   happened.warm = plan->View().warm;
-  MCPEXEC_RETURN_IF_ERROR(ConfirmOnlyInitLeft());
   if (cgroup_) {
     // Final: every process of the run is gone but init, which runs none of its code.
     const limits::Usage usage = cgroup_->Read();
