@@ -196,7 +196,13 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     tools.push_back(std::make_shared<exec::SessionListTool>(sessions));
     tools.push_back(std::make_shared<exec::SessionCloseTool>(sessions));
   }
-  mcp::Server server(info, std::move(tools), pool);
+  tools.insert(tools.end(), options.extra_tools.begin(), options.extra_tools.end());
+  mcp::TaskLimits task_limits;
+  task_limits.max_tasks = static_cast<size_t>(config->max_tasks);
+  task_limits.max_running_per_caller = static_cast<size_t>(config->max_tasks_per_caller);
+  task_limits.max_ttl_ms = int64_t{config->task_ttl_s} * 1000;
+  task_limits.max_result_bytes = config->task_results_bytes;
+  mcp::Server server(info, std::move(tools), pool, task_limits);
   const sandbox::SeccompFilter* filter = plan.Seccomp();
   if (filter == nullptr) {
     log::Warn("seccomp is off (MCP_EXEC_SECCOMP_PROFILE=unconfined): programs can use every "
@@ -245,7 +251,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   }
   const ServeMetricsSources sources{version,      exec_metrics.get(),    &pool,
                                     engine.get(), plan.Limits().Kind(), environments->get(),
-                                    &teardown};
+                                    &teardown,    &server.Tasks()};
   return ServeHttp(server, pool, *config, sources);
 }
 

@@ -3,14 +3,20 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/config_flags.h"
+#include "mcp/tool.h"
 
 namespace mcpexec::cli {
 
 struct ServeOptions {
   ConfigFlags config;
+  // Tools served beside exec's: none in mcp-exec; the conformance suite's fixture tools in its
+  // test server (tests/conformance/fixture_server.cc).
+  std::vector<std::shared_ptr<mcp::Tool>> extra_tools;
 };
 
 CLI::App* AddServeCommand(CLI::App& app, ServeOptions& options);

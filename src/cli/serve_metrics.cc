@@ -89,6 +89,29 @@ void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& s) {
     out.Sample("mcp_exec_teardown_failures_total", teardown.failed);
   }
 
+  if (s.tasks != nullptr) {
+    const mcp::TaskStore::Stats tasks = s.tasks->GetStats();
+    out.Family("mcp_exec_tasks_running", "Calls run as MCP tasks that are running now",
+               Type::kGauge);
+    out.Sample("mcp_exec_tasks_running", tasks.running);
+    out.Family("mcp_exec_tasks_kept",
+               "Tasks kept, running or ended with their result (at most MCP_EXEC_MAX_TASKS)",
+               Type::kGauge);
+    out.Sample("mcp_exec_tasks_kept", tasks.kept);
+    out.Family("mcp_exec_task_result_bytes",
+               "Bytes of ended tasks' results kept (at most MCP_EXEC_TASK_RESULTS_BYTES)",
+               Type::kGauge);
+    out.Sample("mcp_exec_task_result_bytes", tasks.result_bytes);
+    out.Family("mcp_exec_tasks_created_total", "Tasks created since start", Type::kCounter);
+    out.Sample("mcp_exec_tasks_created_total", tasks.created);
+    out.Family("mcp_exec_tasks_refused_total",
+               "Task creations refused by a limit on running tasks", Type::kCounter);
+    out.Sample("mcp_exec_tasks_refused_total", tasks.refused);
+    out.Family("mcp_exec_tasks_dropped_total",
+               "Ended tasks dropped before their TTL to stay within the limits", Type::kCounter);
+    out.Sample("mcp_exec_tasks_dropped_total", tasks.dropped);
+  }
+
   out.Family("mcp_exec_limits_backend_info",
              "The backend enforcing each run's limits (cgroup2, cgroup1, rlimit), value 1",
              Type::kGauge);

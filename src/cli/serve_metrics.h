@@ -11,6 +11,7 @@
 #include "limits/limits.h"
 #include "mcp/worker_pool.h"
 #include "metrics/text_format.h"
+#include "mcp/tasks.h"
 #include "sandbox/teardown.h"
 
 namespace mcpexec::cli {
@@ -26,6 +27,8 @@ struct ServeMetricsSources {
   const exec::EnvironmentEngines* environments = nullptr;
   // The teardown of runs after their answer; none when null.
   const sandbox::Teardown* teardown = nullptr;
+  // Calls run as MCP tasks; none when null.
+  const mcp::TaskStore* tasks = nullptr;
 };
 
 void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& sources);

@@ -125,6 +125,11 @@ struct Config {
   std::string trusted_proxies;
   int max_concurrency = 0;                  // MCP_EXEC_MAX_CONCURRENCY: runs at once (CPUs)
   int max_queue = 64;                       // MCP_EXEC_MAX_QUEUE: runs waiting for a slot
+  // Tasks (docs/protocol.md#tasks): calls answered with a handle and polled for their result.
+  int max_tasks = 1000;                     // MCP_EXEC_MAX_TASKS: kept at once; 0: none
+  int max_tasks_per_caller = 16;            // MCP_EXEC_MAX_TASKS_PER_CALLER: running, per client
+  int task_ttl_s = 3600;                    // MCP_EXEC_TASK_TTL_S: kept after the start, at most
+  uint64_t task_results_bytes = 256ull << 20;  // MCP_EXEC_TASK_RESULTS_BYTES: results kept
 
   bool operator==(const Config&) const = default;
 };

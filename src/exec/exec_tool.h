@@ -32,6 +32,8 @@ class ExecTool : public mcp::Tool {
            std::shared_ptr<packages::PackageLayers> packages = nullptr);
 
   std::string Name() const override { return "exec"; }
+  // A run may outlive a client's request timeout: as a task, it is polled instead.
+  mcp::TaskSupport Tasks() const override { return mcp::TaskSupport::kOptional; }
   nlohmann::json Definition() const override;
   nlohmann::json Call(const nlohmann::json& arguments,
                       const mcp::ToolCallContext& context) override;

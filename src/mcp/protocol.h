@@ -28,6 +28,13 @@ inline constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/ser
 inline constexpr std::string_view kMetaClientCapabilities =
     "io.modelcontextprotocol/clientCapabilities";
 
+// Tasks: the handshake revision that has them in its core (params.task on tools/call), and the
+// extension that replaces them in the stateless era (the server decides which calls are tasks).
+inline constexpr std::string_view kTasksProtocolVersion = "2025-11-25";
+inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
+// The _meta key of a message that belongs to a task (2025-11-25).
+inline constexpr std::string_view kMetaRelatedTask = "io.modelcontextprotocol/related-task";
+
 // The error codes the stateless revision reserves (-32020 to -32099).
 inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kMissingRequiredClientCapability = -32021;
@@ -56,6 +63,11 @@ inline const nlohmann::json* MetaField(const nlohmann::json& params, std::string
   if (meta == params.end() || !meta->is_object()) return nullptr;
   auto field = meta->find(std::string(key));
   return field == meta->end() ? nullptr : &*field;
+}
+
+// A progress token is a string or an integer.
+inline bool IsProgressToken(const nlohmann::json& token) {
+  return token.is_string() || token.is_number_integer() || token.is_number_unsigned();
 }
 
 inline bool IsStatelessProtocolVersion(std::string_view version) {

@@ -16,10 +16,6 @@ using nlohmann::json;
 
 std::string IdKey(const jsonrpc::Id& id) { return id.dump(); }
 
-bool IsProgressToken(const json& token) {
-  return token.is_string() || token.is_number_integer() || token.is_number_unsigned();
-}
-
 }  // namespace
 
 json ToolError(const std::string& message) {
@@ -50,8 +46,9 @@ struct Session::InFlight {
   }
 };
 
-Server::Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool)
-    : info_(std::move(info)), tools_(std::move(tools)), pool_(pool) {}
+Server::Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool,
+               TaskLimits task_limits)
+    : info_(std::move(info)), tools_(std::move(tools)), pool_(pool), tasks_(task_limits) {}
 
 std::shared_ptr<Session> Server::NewSession(std::string id, std::string shared_caller) {
   return std::make_shared<Session>(*this, std::move(id), std::move(shared_caller));
@@ -177,6 +174,11 @@ Handled Session::HandleStateless(const jsonrpc::Request& request,
   era.stateless = true;
   if (method != nullptr && !method->needs_session) return Run(*method, request, sink, era);
   // Past discovery, `version` is set: Handle sends nothing else here without one.
+  if (capabilities != nullptr) {
+    const auto extensions = capabilities->find("extensions");
+    era.tasks_extension = extensions != capabilities->end() && extensions->is_object() &&
+                          extensions->contains(std::string(kTasksExtension));
+  }
   if (const json* level = MetaField(request.params, kMetaLogLevel)) {
     era.log_level = level->is_string() ? ParseLogLevel(level->get<std::string>()) : std::nullopt;
     if (!era.log_level) {
@@ -218,6 +220,14 @@ Handled Session::CallTool(const jsonrpc::Request& request, Sink sink, const Call
     return Handled::kResponding;
   }
   auto& [tool, arguments] = std::get<ToolTarget>(target);
+  auto mode = CallMode(request, *tool, era);
+  if (auto* error = std::get_if<json>(&mode)) {
+    sink->Send(*error, true);
+    return Handled::kResponding;
+  }
+  if (auto* task = std::get_if<TaskCall>(&mode)) {
+    return StartTask(tool, std::move(arguments), *task, request, std::move(sink), era);
+  }
   bool duplicate = false;
   std::shared_ptr<InFlight> flight = Admit(IdKey(request.id), duplicate);
   if (duplicate) {
@@ -357,6 +367,8 @@ void Session::Cancel(const jsonrpc::Id& request_id) {
 void Session::Close() {
   if (!closed_.exchange(true) && own_caller_) {
     for (const auto& tool : server_.Tools()) tool->CallerGone(caller_);
+    // Nobody else can reach this caller's tasks: their runs stop and their results go.
+    server_.Tasks().DropOwner(caller_);
   }
   CancelAll();
 }

@@ -23,6 +23,7 @@
 #include "jsonrpc/message.h"
 #include "mcp/log_level.h"
 #include "mcp/message_sink.h"
+#include "mcp/tasks.h"
 #include "mcp/tool.h"
 #include "mcp/worker_pool.h"
 
@@ -39,7 +40,8 @@ class Session;
 // Shared by every session: the tools and the pool their calls run on. Thread-safe.
 class Server {
  public:
-  Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool);
+  Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool,
+         TaskLimits task_limits = {});
 
   // A session for one client connection (stdio) or one Mcp-Session-Id (HTTP). `id` appears in
   // logs; it is not interpreted. Its calls' caller (ToolCallContext::caller) is `shared_caller`
@@ -50,11 +52,13 @@ class Server {
   Tool* FindTool(std::string_view name) const;
   const std::vector<std::shared_ptr<Tool>>& Tools() const { return tools_; }
   WorkerPool& Pool() { return pool_; }
+  TaskStore& Tasks() { return tasks_; }
 
  private:
   ServerInfo info_;
   std::vector<std::shared_ptr<Tool>> tools_;
   WorkerPool& pool_;
+  TaskStore tasks_;
 };
 
 enum class Handled {
@@ -99,6 +103,8 @@ class Session : public std::enable_shared_from_this<Session> {
   struct CallEra {
     bool stateless = false;
     std::optional<LogLevel> log_level;
+    // Stateless: the request declared the tasks extension in its client capabilities.
+    bool tasks_extension = false;
   };
 
   using Sink = std::shared_ptr<MessageSink>;
@@ -117,10 +123,13 @@ class Session : public std::enable_shared_from_this<Session> {
   static std::span<const Method> Methods();
   // The method `name` of the era (stateless or not), or nullptr when that era has none.
   static const Method* FindMethod(std::string_view name, bool stateless);
-  // The capabilities object initialize and server/discover announce: one entry for each
-  // capability a method of the table belongs to.
-  static nlohmann::json Capabilities();
+  // The capabilities object initialize (for `version`) and server/discover (stateless) announce:
+  // one entry for each capability a method of the table belongs to, and tasks where the
+  // revision has them.
+  static nlohmann::json Capabilities(bool stateless, std::string_view version);
 
+  // Sends `message` as the final reply to a request.
+  static Handled Reply(const Sink& sink, const nlohmann::json& message);
   Handled HandleStateless(const jsonrpc::Request& request, Sink sink);
   Handled Run(const Method& method, const jsonrpc::Request& request, Sink sink,
               const CallEra& era);
@@ -134,6 +143,33 @@ class Session : public std::enable_shared_from_this<Session> {
   Handled ToolsList(const jsonrpc::Request& request, Sink sink, const CallEra& era);
   Handled SetLogLevel(const jsonrpc::Request& request, Sink sink, const CallEra& era);
   Handled CallTool(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  // The task methods (server_tasks.cc): tasks/get and tasks/cancel in both eras, tasks/result
+  // and tasks/list in 2025-11-25, tasks/update in the stateless one.
+  Handled TasksGet(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled TasksResult(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled TasksList(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled TasksCancel(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  Handled TasksUpdate(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+
+  // How a tools/call asks to run (server_tasks.cc): plainly, as a task with an optional
+  // requested TTL, or not at all (the JSON-RPC error to answer with).
+  struct PlainCall {};
+  struct TaskCall {
+    std::optional<int64_t> ttl_ms;
+  };
+  std::variant<PlainCall, TaskCall, nlohmann::json> CallMode(const jsonrpc::Request& request,
+                                                             const Tool& tool,
+                                                             const CallEra& era) const;
+  // Makes the task, starts its run on the pool and answers with the task's handle.
+  Handled StartTask(Tool* tool, nlohmann::json arguments, const TaskCall& call,
+                    const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  // The task a tasks/* request names when it is this session's caller's, else the error to
+  // answer with (an unknown id and another caller's are the same error). Also checks that the
+  // era has tasks and, stateless, that the request declared the extension.
+  std::variant<std::shared_ptr<Task>, nlohmann::json> FindTask(const jsonrpc::Request& request,
+                                                               const CallEra& era);
+  // Whether this session's handshake revision has tasks (2025-11-25).
+  bool HandshakeTasks() const;
 
   // The steps of CallTool. The tool and the arguments the request names, or the error to
   // answer with.

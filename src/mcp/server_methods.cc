@@ -28,23 +28,24 @@ json CapabilityValue(std::string_view capability) {
   return json::object();  // logging: a run's output as notifications/message
 }
 
-Handled Reply(const std::shared_ptr<MessageSink>& sink, const json& message) {
-  sink->Send(message, true);
-  return Handled::kResponding;
-}
-
 }  // namespace
 
 // ping, initialize and logging/setLevel do not exist in the stateless revision; server/discover
 // exists in it only.
 std::span<const Session::Method> Session::Methods() {
-  static const std::array<Method, 6> kMethods = {{
+  // The tasks rows announce no capability of their own: Capabilities() adds each era's shape.
+  static const std::array<Method, 11> kMethods = {{
       {"initialize", kHandshake, false, &Session::Initialize, nullptr},
       {"ping", kHandshake, false, &Session::Ping, nullptr},
       {"server/discover", kStateless, false, &Session::Discover, nullptr},
       {"tools/list", kHandshake | kStateless, true, &Session::ToolsList, "tools"},
       {"tools/call", kHandshake | kStateless, true, &Session::CallTool, "tools"},
       {"logging/setLevel", kHandshake, true, &Session::SetLogLevel, "logging"},
+      {"tasks/get", kHandshake | kStateless, true, &Session::TasksGet, nullptr},
+      {"tasks/cancel", kHandshake | kStateless, true, &Session::TasksCancel, nullptr},
+      {"tasks/result", kHandshake, true, &Session::TasksResult, nullptr},
+      {"tasks/list", kHandshake, true, &Session::TasksList, nullptr},
+      {"tasks/update", kStateless, true, &Session::TasksUpdate, nullptr},
   }};
   return kMethods;
 }
@@ -57,10 +58,22 @@ const Session::Method* Session::FindMethod(std::string_view name, bool stateless
   return nullptr;
 }
 
-json Session::Capabilities() {
+Handled Session::Reply(const Sink& sink, const json& message) {
+  sink->Send(message, true);
+  return Handled::kResponding;
+}
+
+json Session::Capabilities(bool stateless, std::string_view version) {
   json capabilities = json::object();
   for (const Method& m : Methods()) {
     if (m.capability != nullptr) capabilities[m.capability] = CapabilityValue(m.capability);
+  }
+  if (stateless) {
+    capabilities["extensions"][std::string(kTasksExtension)] = json::object();
+  } else if (version == kTasksProtocolVersion) {
+    capabilities["tasks"] = {{"list", json::object()},
+                             {"cancel", json::object()},
+                             {"requests", {{"tools", {{"call", json::object()}}}}}};
   }
   return capabilities;
 }
@@ -97,7 +110,7 @@ Handled Session::Initialize(const jsonrpc::Request& request, Sink sink, const Ca
              {"client", client.is_object() ? client.value("name", json("")) : json("")}});
   json result = {
       {"protocolVersion", version},
-      {"capabilities", Capabilities()},
+      {"capabilities", Capabilities(false, version)},
       {"serverInfo", {{"name", server_.Info().name}, {"version", server_.Info().version}}},
   };
   if (!server_.Info().instructions.empty()) result["instructions"] = server_.Info().instructions;
@@ -111,7 +124,7 @@ Handled Session::Ping(const jsonrpc::Request& request, Sink sink, const CallEra&
 Handled Session::Discover(const jsonrpc::Request& request, Sink sink, const CallEra&) {
   json result = {
       {"supportedVersions", AllProtocolVersions()},
-      {"capabilities", Capabilities()},
+      {"capabilities", Capabilities(true, "")},
       {"ttlMs", kCacheTtlMs},
       {"cacheScope", "public"},
   };
@@ -121,7 +134,16 @@ Handled Session::Discover(const jsonrpc::Request& request, Sink sink, const Call
 
 Handled Session::ToolsList(const jsonrpc::Request& request, Sink sink, const CallEra& era) {
   json tools = json::array();
-  for (const auto& tool : server_.Tools()) tools.push_back(tool->Definition());
+  // execution.taskSupport exists in 2025-11-25 only: in the stateless era the server decides.
+  const bool task_support = !era.stateless && HandshakeTasks();
+  for (const auto& tool : server_.Tools()) {
+    json definition = tool->Definition();
+    if (task_support && tool->Tasks() != TaskSupport::kForbidden) {
+      definition["execution"]["taskSupport"] =
+          tool->Tasks() == TaskSupport::kRequired ? "required" : "optional";
+    }
+    tools.push_back(std::move(definition));
+  }
   json result = {{"tools", std::move(tools)}};
   if (era.stateless) {
     result["ttlMs"] = kCacheTtlMs;

@@ -29,12 +29,16 @@ struct ToolCallContext {
   std::function<void(LogLevel level, const std::string& logger, const std::string& data)> log;
 };
 
+// Whether a call of the tool may run as a task (tasks.h): 2025-11-25's execution.taskSupport.
+enum class TaskSupport { kForbidden, kOptional, kRequired };
+
 class Tool {
  public:
   virtual ~Tool() = default;
   virtual std::string Name() const = 0;
   // The tools/list entry: name, description, inputSchema, outputSchema, annotations.
   virtual nlohmann::json Definition() const = 0;
+  virtual TaskSupport Tasks() const { return TaskSupport::kForbidden; }
   // Runs the call and returns a CallToolResult. Invalid arguments and failures to run are
   // results with isError: true, never exceptions. Called on a worker thread; may block.
   virtual nlohmann::json Call(const nlohmann::json& arguments, const ToolCallContext& context) = 0;

@@ -125,6 +125,17 @@ TEST(MetadataMismatch, ResourcesReadMirrorsTheUri) {
   EXPECT_NE(MetadataMismatch({kVersion, "resources/read", "file:///b"}, read), std::nullopt);
 }
 
+TEST(MetadataMismatch, TheTasksMethodsMirrorTheTaskId) {
+  for (const char* method : {"tasks/get", "tasks/update", "tasks/cancel"}) {
+    const jsonrpc::Request request{
+        4, method,
+        {{"taskId", "abc"}, {"_meta", {{"io.modelcontextprotocol/protocolVersion", kVersion}}}}};
+    EXPECT_EQ(MetadataMismatch({kVersion, method, "abc"}, request), std::nullopt) << method;
+    EXPECT_NE(MetadataMismatch({kVersion, method, "abd"}, request), std::nullopt) << method;
+    EXPECT_NE(MetadataMismatch({kVersion, method, std::nullopt}, request), std::nullopt) << method;
+  }
+}
+
 TEST(MetadataMismatch, LongValuesAreShortenedInTheMessage) {
   const std::string name(10000, 'n');
   const auto why = MetadataMismatch(CallHeaders("exec"), CallRequest(name));

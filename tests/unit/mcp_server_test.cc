@@ -12,109 +12,13 @@
 
 #include "base/unique_fd.h"
 #include "mcp/server.h"
+#include "mcp_fakes.h"
 
 namespace mcpexec::mcp {
 namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-
-class RecordingSink : public MessageSink {
- public:
-  void Send(const json& message, bool final) override {
-    std::lock_guard lock(mu_);
-    messages_.push_back(message);
-    at_.push_back(std::chrono::steady_clock::now());
-    finals_ += final ? 1 : 0;
-    cv_.notify_all();
-  }
-  // Waits for `n` final messages; returns every message received so far.
-  std::vector<json> WaitFinals(int n, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return finals_ >= n; });
-    return messages_;
-  }
-  std::vector<json> Messages() {
-    std::lock_guard lock(mu_);
-    return messages_;
-  }
-  // When each message was sent.
-  std::vector<std::chrono::steady_clock::time_point> Times() {
-    std::lock_guard lock(mu_);
-    return at_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<json> messages_;
-  std::vector<std::chrono::steady_clock::time_point> at_;
-  int finals_ = 0;
-};
-
-// Echoes its arguments. {"progress_steps": N} reports progress N times first; {"block": true}
-// makes it wait until it is cancelled or Release()d, after counting itself in WaitStarted();
-// {"log": [{"level", "logger", "data"}, ...]} then sends those through context.log.
-class FakeTool : public Tool {
- public:
-  FakeTool() : release_(eventfd(0, EFD_CLOEXEC)) {}
-  std::string Name() const override { return "fake"; }
-  json Definition() const override {
-    return {{"name", "fake"}, {"inputSchema", {{"type", "object"}}}};
-  }
-  json Call(const json& arguments, const ToolCallContext& context) override {
-    const int steps = arguments.value("progress_steps", 0);
-    for (int i = 0; i < steps; ++i) {
-      if (context.report_progress) context.report_progress(i + 1, "step");
-    }
-    if (arguments.value("block", false)) {
-      Count(started_);
-      pollfd fds[2] = {{context.cancel_fd, POLLIN, 0}, {release_.Get(), POLLIN, 0}};
-      poll(fds, 2, 10000);  // bounded: a broken test fails instead of hanging
-      if (fds[0].revents != 0) {
-        Count(cancelled_);
-        return ToolError("cancelled");
-      }
-    }
-    for (const json& line : arguments.value("log", json::array())) {
-      const auto level = ParseLogLevel(line["level"].get<std::string>());
-      if (context.log && level) {
-        context.log(*level, line["logger"].get<std::string>(), line["data"].get<std::string>());
-      }
-    }
-    return {{"content", json::array()}, {"structuredContent", arguments}, {"isError", false}};
-  }
-
-  // Waits (up to 5 s) until `n` calls have blocked, or have been cancelled; true when they have.
-  bool WaitStarted(int n) { return WaitFor(started_, n); }
-  bool WaitCancelled(int n) { return WaitFor(cancelled_, n); }
-  int Cancelled() {
-    std::lock_guard lock(mu_);
-    return cancelled_;
-  }
-  // Lets every blocked call (and every later one) return.
-  void Release() {
-    const uint64_t one = 1;
-    ASSERT_EQ(write(release_.Get(), &one, sizeof one), 8);
-  }
-
- private:
-  void Count(int& counter) {
-    std::lock_guard lock(mu_);
-    ++counter;
-    cv_.notify_all();
-  }
-  bool WaitFor(int& counter, int n) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return counter >= n; });
-  }
-
-  UniqueFd release_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int started_ = 0;
-  int cancelled_ = 0;
-};
 
 class McpServerTest : public ::testing::Test {
  protected:

@@ -227,9 +227,11 @@ TEST(ServeMetrics, WritesBuildPoolEngineAndLimitsFamilies) {
   mcp::WorkerPool pool(3, 4);
   FakeEngine engine(ZygoteState(1, true));
   sandbox::Teardown teardown;
+  mcp::TaskStore tasks(mcp::TaskLimits{});
+  (void)*tasks.Create("caller", std::nullopt);
   TextWriter out;
   cli::WriteServeMetrics(out, {"1.2.3", &exec_metrics, &pool, &engine, limits::Backend::kCgroup1,
-                               nullptr, &teardown});
+                               nullptr, &teardown, &tasks});
   const std::string text = out.Take();
   for (const char* line : {
            "mcp_exec_build_info{version=\"1.2.3\"} 1\n",
@@ -248,6 +250,12 @@ TEST(ServeMetrics, WritesBuildPoolEngineAndLimitsFamilies) {
            "mcp_exec_teardowns_total 0\n",
            "mcp_exec_teardowns_inline_total 0\n",
            "mcp_exec_teardown_failures_total 0\n",
+           "mcp_exec_tasks_running 1\n",
+           "mcp_exec_tasks_kept 1\n",
+           "mcp_exec_task_result_bytes 0\n",
+           "mcp_exec_tasks_created_total 1\n",
+           "mcp_exec_tasks_refused_total 0\n",
+           "mcp_exec_tasks_dropped_total 0\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
   }

@@ -26,6 +26,9 @@ std::string Quote(std::string_view value) {
 const char* NameField(std::string_view method) {
   if (method == "tools/call" || method == "prompts/get") return "name";
   if (method == "resources/read") return "uri";
+  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
+    return "taskId";
+  }
   return nullptr;
 }
 

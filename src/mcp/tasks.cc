@@ -1,0 +1,264 @@
+#include "mcp/tasks.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/random.h"
+
+namespace mcpexec::mcp {
+
+const char* TaskStatusName(TaskStatus status) {
+  switch (status) {
+    case TaskStatus::kWorking:
+      return "working";
+    case TaskStatus::kCompleted:
+      return "completed";
+    case TaskStatus::kFailed:
+      return "failed";
+    case TaskStatus::kCancelled:
+      return "cancelled";
+  }
+  return "failed";
+}
+
+bool Task::CancelRequested() const {
+  std::lock_guard lock(mu_);
+  return cancel_requested_;
+}
+
+TaskView Task::View() const {
+  std::lock_guard lock(mu_);
+  return view_;
+}
+
+std::shared_ptr<MessageSink> Task::NotificationSink() const {
+  std::lock_guard lock(mu_);
+  return notify_;
+}
+
+void Task::SetNotificationSink(std::shared_ptr<MessageSink> sink) {
+  std::lock_guard lock(mu_);
+  notify_ = std::move(sink);
+}
+
+void Task::SetNotificationSinkIfNone(std::shared_ptr<MessageSink> sink) {
+  std::lock_guard lock(mu_);
+  if (!notify_ && view_.status == TaskStatus::kWorking) notify_ = std::move(sink);
+}
+
+TaskStore::TaskStore(TaskLimits limits) : limits_(limits) {}
+
+Result<std::shared_ptr<Task>> TaskStore::Create(const std::string& owner,
+                                                std::optional<int64_t> requested_ttl_ms) {
+  Result<std::string> id = RandomHex(16);
+  if (!id.ok()) return std::move(id).error();
+  auto task = std::make_shared<Task>();
+  task->id_ = *id;
+  task->owner_ = owner;
+  task->cancel_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!task->cancel_.Valid()) return Errno(ErrorCode::kUnavailable, "eventfd for a task");
+  task->created_steady_ = std::chrono::steady_clock::now();
+  const int64_t ttl = std::clamp(requested_ttl_ms.value_or(limits_.max_ttl_ms),
+                                 std::min(limits_.min_ttl_ms, limits_.max_ttl_ms),
+                                 limits_.max_ttl_ms);
+  TaskView& view = task->view_;
+  view.id = *id;
+  view.created = view.updated = std::chrono::system_clock::now();
+  view.ttl_ms = ttl;
+  view.poll_interval_ms = limits_.poll_interval_ms;
+
+  std::lock_guard lock(mu_);
+  if (!Enabled()) return MakeError(ErrorCode::kFailedPrecondition, "tasks are turned off");
+  size_t& mine = running_by_owner_[owner];
+  if (mine >= limits_.max_running_per_caller) {
+    ++refused_;
+    return MakeError(ErrorCode::kResourceExhausted,
+                     "too many tasks running: " + std::to_string(mine) +
+                         " of this client's run now (MCP_EXEC_MAX_TASKS_PER_CALLER); wait for "
+                         "one to end or cancel one");
+  }
+  Evict(true);
+  if (tasks_.size() >= limits_.max_tasks) {
+    ++refused_;
+    return MakeError(ErrorCode::kResourceExhausted,
+                     "too many tasks running: " + std::to_string(tasks_.size()) +
+                         " in the server (MCP_EXEC_MAX_TASKS); try again when one has ended");
+  }
+  task->seq_ = ++created_;
+  ++mine;
+  ++running_;
+  tasks_.emplace(task->id_, task);
+  order_.push_back(task->id_);
+  return task;
+}
+
+std::shared_ptr<Task> TaskStore::Find(const std::string& owner, const std::string& id) {
+  std::lock_guard lock(mu_);
+  Evict(false);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end() || it->second->owner_ != owner) return nullptr;
+  return it->second;
+}
+
+void TaskStore::Finish(const std::shared_ptr<Task>& task, TaskStatus status,
+                       nlohmann::json payload) {
+  std::vector<std::function<void(const TaskView&)>> callbacks;
+  TaskView view;
+  {
+    std::lock_guard lock(mu_);
+    {
+      std::lock_guard task_lock(task->mu_);
+      if (task->view_.status != TaskStatus::kWorking) return;
+      if (task->cancel_requested_) status = TaskStatus::kCancelled;
+      task->view_.status = status;
+      task->view_.updated = std::chrono::system_clock::now();
+      if (status == TaskStatus::kCancelled) task->view_.status_message = "cancelled by the client";
+      task->payload_bytes_ = payload.is_null() ? 0 : payload.dump().size();
+      task->view_.payload = std::move(payload);
+      task->notify_.reset();
+      callbacks.swap(task->on_done_);
+      view = task->view_;
+    }
+    auto owner = running_by_owner_.find(task->owner_);
+    if (owner != running_by_owner_.end() && --owner->second == 0) running_by_owner_.erase(owner);
+    --running_;
+    // A task forgotten while it ran (DropOwner) is not kept.
+    if (tasks_.count(task->id_) != 0) {
+      result_bytes_ += task->payload_bytes_;
+      Evict(false);
+    }
+  }
+  for (auto& done : callbacks) done(view);
+}
+
+void TaskStore::WhenDone(const std::shared_ptr<Task>& task,
+                         std::function<void(const TaskView&)> done) {
+  TaskView view;
+  {
+    std::lock_guard lock(task->mu_);
+    if (task->view_.status == TaskStatus::kWorking) {
+      task->on_done_.push_back(std::move(done));
+      return;
+    }
+    view = task->view_;
+  }
+  done(view);
+}
+
+bool TaskStore::RequestCancel(const std::shared_ptr<Task>& task) {
+  {
+    std::lock_guard lock(task->mu_);
+    if (task->view_.status != TaskStatus::kWorking) return false;
+    if (task->cancel_requested_) return true;
+    task->cancel_requested_ = true;
+    task->view_.status_message = "cancelling";
+  }
+  const uint64_t one = 1;
+  (void)!write(task->cancel_.Get(), &one, sizeof one);
+  return true;
+}
+
+bool TaskStore::List(const std::string& owner, const std::string& cursor, size_t page_size,
+                     std::vector<TaskView>& page, std::string& next_cursor) {
+  uint64_t from = 0;
+  if (!cursor.empty()) {
+    if (cursor.size() > 19 || cursor.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    from = std::stoull(cursor);
+  }
+  page.clear();
+  next_cursor.clear();
+  std::lock_guard lock(mu_);
+  Evict(false);
+  for (const std::string& id : order_) {
+    auto it = tasks_.find(id);
+    if (it == tasks_.end() || it->second->owner_ != owner || it->second->seq_ < from) continue;
+    if (page.size() == page_size) {
+      next_cursor = std::to_string(it->second->seq_);
+      break;
+    }
+    page.push_back(it->second->View());
+  }
+  return true;
+}
+
+void TaskStore::DropOwner(const std::string& owner) {
+  std::vector<std::shared_ptr<Task>> mine;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (it->second->owner_ != owner) {
+        ++it;
+        continue;
+      }
+      mine.push_back(it->second);
+      auto next = std::next(it);
+      Forget(it, false);
+      it = next;
+    }
+  }
+  for (const auto& task : mine) RequestCancel(task);
+}
+
+void TaskStore::Discard(const std::shared_ptr<Task>& task) {
+  std::lock_guard lock(mu_);
+  {
+    std::lock_guard task_lock(task->mu_);
+    if (task->view_.status != TaskStatus::kWorking) return;
+    task->view_.status = TaskStatus::kFailed;
+  }
+  auto owner = running_by_owner_.find(task->owner_);
+  if (owner != running_by_owner_.end() && --owner->second == 0) running_by_owner_.erase(owner);
+  --running_;
+  auto it = tasks_.find(task->id_);
+  if (it != tasks_.end()) tasks_.erase(it);
+}
+
+TaskStore::Stats TaskStore::GetStats() const {
+  std::lock_guard lock(mu_);
+  return Stats{tasks_.size(), running_, result_bytes_, created_, refused_, dropped_};
+}
+
+void TaskStore::Forget(std::map<std::string, std::shared_ptr<Task>>::iterator it, bool early) {
+  {
+    std::lock_guard task_lock(it->second->mu_);
+    if (it->second->view_.status != TaskStatus::kWorking) {
+      result_bytes_ -= it->second->payload_bytes_;
+    }
+  }
+  if (early) ++dropped_;
+  tasks_.erase(it);
+}
+
+void TaskStore::Evict(bool need_slot) {
+  const auto now = std::chrono::steady_clock::now();
+  // order_ holds the ids oldest first; gone ones are skipped and trimmed from the front.
+  for (auto id = order_.begin(); id != order_.end();) {
+    auto it = tasks_.find(*id);
+    if (it == tasks_.end()) {
+      id = order_.erase(id);
+      continue;
+    }
+    Task& task = *it->second;
+    bool ended;
+    {
+      std::lock_guard task_lock(task.mu_);
+      ended = task.view_.status != TaskStatus::kWorking;
+    }
+    const bool expired =
+        now - task.created_steady_ >= std::chrono::milliseconds(task.view_.ttl_ms);
+    const bool over = (need_slot && tasks_.size() >= limits_.max_tasks) ||
+                      result_bytes_ > limits_.max_result_bytes;
+    if (ended && (expired || over)) {
+      Forget(it, !expired);
+      id = order_.erase(id);
+      continue;
+    }
+    ++id;
+  }
+}
+
+}  // namespace mcpexec::mcp

@@ -1,0 +1,165 @@
+// Tasks: tools/call runs that answer at once with a handle and are polled for their result
+// (2025-11-25: the client asks with params.task; the 2026 era: the tasks extension, where the
+// server decides). The store is shared by every session of a server: a task belongs to the
+// caller that made it (ToolCallContext::caller: one stdio connection, one HTTP protocol
+// session, or the stateless HTTP credential), and another caller is told it does not exist.
+// Thread-safe. Nothing here knows either era's wire shape (server_tasks.cc has them).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "mcp/message_sink.h"
+
+namespace mcpexec::mcp {
+
+enum class TaskStatus { kWorking, kCompleted, kFailed, kCancelled };
+
+const char* TaskStatusName(TaskStatus status);
+
+struct TaskLimits {
+  // Tasks kept at once, running or finished (MCP_EXEC_MAX_TASKS). Finished ones are dropped,
+  // oldest first, to make room; 0 turns tasks off.
+  size_t max_tasks = 1000;
+  // Running tasks of one caller (MCP_EXEC_MAX_TASKS_PER_CALLER).
+  size_t max_running_per_caller = 16;
+  // Bytes of finished results kept in all (MCP_EXEC_TASK_RESULTS_BYTES); the oldest go first.
+  size_t max_result_bytes = 256u << 20;
+  // The longest and the default time a task is kept after its creation (MCP_EXEC_TASK_TTL_S).
+  int64_t max_ttl_ms = 3600 * 1000;
+  // A requested TTL below this is raised to it: a task must live long enough to be polled once.
+  int64_t min_ttl_ms = 10 * 1000;
+  int64_t poll_interval_ms = 1000;
+};
+
+// What a client sees of a task at one moment.
+struct TaskView {
+  std::string id;
+  TaskStatus status = TaskStatus::kWorking;
+  std::string status_message;
+  std::chrono::system_clock::time_point created;
+  std::chrono::system_clock::time_point updated;
+  int64_t ttl_ms = 0;
+  int64_t poll_interval_ms = 0;
+  // kCompleted and kCancelled: the CallToolResult (null when a cancelled run left none).
+  // kFailed: a JSON-RPC error object {code, message}.
+  nlohmann::json payload;
+};
+
+class TaskStore;
+
+// One task. The run holds it while it runs; the store while it is kept.
+class Task {
+ public:
+  const std::string& Id() const { return id_; }
+  const std::string& Owner() const { return owner_; }
+  // Readable once the task is cancelled: the run's ToolCallContext::cancel_fd.
+  int CancelFd() const { return cancel_.Get(); }
+  bool CancelRequested() const;
+  TaskView View() const;
+
+  // Where the run's notifications (progress, log messages) go: the sink of the request that
+  // made the task, until a request that waits for it (tasks/result) offers its own. Null when
+  // there is nowhere to send them.
+  std::shared_ptr<MessageSink> NotificationSink() const;
+  void SetNotificationSink(std::shared_ptr<MessageSink> sink);
+  void SetNotificationSinkIfNone(std::shared_ptr<MessageSink> sink);
+
+ private:
+  friend class TaskStore;
+  std::string id_;
+  std::string owner_;
+  UniqueFd cancel_;    // eventfd
+  uint64_t seq_ = 0;  // creation order: the list cursor
+  std::chrono::steady_clock::time_point created_steady_;
+
+  mutable std::mutex mu_;
+  TaskView view_;
+  bool cancel_requested_ = false;
+  size_t payload_bytes_ = 0;
+  std::shared_ptr<MessageSink> notify_;
+  // Called once each, with the terminal view, when the task ends.
+  std::vector<std::function<void(const TaskView&)>> on_done_;
+};
+
+class TaskStore {
+ public:
+  explicit TaskStore(TaskLimits limits);
+
+  bool Enabled() const { return limits_.max_tasks > 0; }
+  const TaskLimits& Limits() const { return limits_; }
+
+  // A new running task of `owner`, kept for `requested_ttl_ms` (default and cap:
+  // max_ttl_ms, floor: min_ttl_ms). Fails, with a message for the client, when a limit is
+  // reached.
+  Result<std::shared_ptr<Task>> Create(const std::string& owner,
+                                       std::optional<int64_t> requested_ttl_ms);
+  // Forgets a task whose run never started (the worker pool refused it).
+  void Discard(const std::shared_ptr<Task>& task);
+
+  // The task `id` when it is kept and `owner`'s; nullptr otherwise (the two are not told apart).
+  std::shared_ptr<Task> Find(const std::string& owner, const std::string& id);
+
+  // Ends a running task: kCompleted with a CallToolResult, kFailed with an error object. A task
+  // whose cancellation was asked ends kCancelled whatever the run returned. No effect on a task
+  // that has ended. Runs the task's WhenDone callbacks.
+  void Finish(const std::shared_ptr<Task>& task, TaskStatus status, nlohmann::json payload);
+
+  // Calls `done` with the task's terminal view: at once when it has ended, else when it ends
+  // (on the thread that ends it). Never blocks.
+  void WhenDone(const std::shared_ptr<Task>& task, std::function<void(const TaskView&)> done);
+
+  // Asks a running task's run to stop (its cancel fd becomes readable); the task ends
+  // kCancelled when the run returns. False when the task had ended already.
+  bool RequestCancel(const std::shared_ptr<Task>& task);
+
+  // One page of `owner`'s tasks, oldest first, from `cursor` (empty: the start). Sets
+  // `next_cursor` (empty when there is no more). False when `cursor` is not one this store gave.
+  bool List(const std::string& owner, const std::string& cursor, size_t page_size,
+            std::vector<TaskView>& page, std::string& next_cursor);
+
+  // Cancels and forgets every task of `owner` (its connection or protocol session is gone).
+  void DropOwner(const std::string& owner);
+
+  struct Stats {
+    size_t kept = 0;
+    size_t running = 0;
+    size_t result_bytes = 0;
+    uint64_t created = 0;
+    uint64_t refused = 0;  // Create calls over a limit
+    uint64_t dropped = 0;  // finished tasks dropped before their TTL to stay within the limits
+  };
+  Stats GetStats() const;
+
+ private:
+  // With mu_ held: drops terminal tasks past their TTL, then the oldest terminal ones while
+  // `need_slot` (one more task must fit) or the result bytes exceed the limit.
+  void Evict(bool need_slot);
+  void Forget(std::map<std::string, std::shared_ptr<Task>>::iterator it, bool early);
+
+  const TaskLimits limits_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Task>> tasks_;  // by id
+  std::deque<std::string> order_;                       // ids, oldest first (may hold gone ones)
+  std::map<std::string, size_t> running_by_owner_;
+  size_t running_ = 0;
+  size_t result_bytes_ = 0;
+  uint64_t created_ = 0;
+  uint64_t refused_ = 0;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace mcpexec::mcp

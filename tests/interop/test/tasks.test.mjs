@@ -1,0 +1,540 @@
+// MCP tasks (2025-11-25 wire, "experimental" in the SDKs) for `exec`'s tools/call, through the
+// official SDK clients on stdio, Streamable HTTP and SSE.
+//
+// The issue's headline: a run longer than the client's request timeout. The SDKs give every
+// request 60 s (DEFAULT_REQUEST_TIMEOUT_MSEC) unless told otherwise, so a plain tools/call of a
+// 90 s program fails at 60 s whatever the server does; started as a task (SDK1's
+// client.experimental.tasks.callToolStream with params.task), the call answers at once and the
+// client polls tasks/get (each poll a short request, each within the 60 s) until the task has
+// ended, then tasks/result gives the CallToolResult. So, on each transport, with the SDK's default
+// timeout (no timeout option anywhere):
+//  - a 90 s program run as a task completes: exit_code 0 and its marker on stdout;
+//  - the same 90 s run without a task fails as the client's timeout says (McpError
+//    RequestTimeout, -32001) and the server cleans up: the SDK sends notifications/cancelled,
+//    the run's processes (one carries a unique marker in its argv) are gone within seconds, the
+//    server logs the run's exec line with cancelled true, and it never answers the request.
+// These six cases each take 60-95 s, so they run concurrently (the suites below are
+// `concurrency: true`, and the short cases run beside them on their own servers): the file costs
+// about 95-100 s instead of 9 minutes.
+//
+// The short cases (seconds each):
+//  - SDK2 (@modelcontextprotocol/client 2.4.0) has no task runtime: it drives the 2025 wire by
+//    hand with client.request and specTypeSchemas (create, tasks/get to completed, tasks/result,
+//    tasks/list) on stdio and Streamable HTTP;
+//  - tasks/cancel of a running task answers status cancelled once the run's processes are dead,
+//    and tasks/result then gives an isError result; cancelling a terminal task is -32602;
+//  - a malformed params.task (ttl a string, negative; task not an object) is -32602 and makes no task;
+//  - an unknown taskId is -32602 "Failed to retrieve task: Task not found" for tasks/get,
+//    tasks/result and tasks/cancel; on HTTP (two Mcp-Session-Ids) and SSE (two SSE sessions)
+//    another session's taskId gets exactly that answer, and its cancel does nothing;
+//  - on Streamable HTTP, a tasks/result opened while the task runs carries the run's progress
+//    notifications with the tools/call's own progressToken and the related-task _meta;
+//  - a caller that goes away (stdio EOF, HTTP session DELETE, SSE stream closed) takes its running
+//    tasks with it: their processes die.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+
+import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { takeResult } from '@modelcontextprotocol/sdk/experimental/tasks';
+import {
+  Client as ClientV2,
+  ProtocolError as ProtocolErrorV2,
+  StreamableHTTPClientTransport as HttpTransportV2,
+  specTypeSchemas,
+} from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioTransportV2 } from '@modelcontextprotocol/client/stdio';
+
+import { checkExecResult, execTool } from '../lib/exec.mjs';
+import { findByMarker, markerProgram, waitUntil } from '../lib/procs.mjs';
+import { RawHttp } from '../lib/raw.mjs';
+import { BIN, TRANSPORTS, sleep, startServer, waitExit } from '../lib/server.mjs';
+
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+const NOT_FOUND = /^MCP error -32602: Failed to retrieve task: Task not found/;
+// The long runs: past the SDKs' 60 s default request timeout by half a minute.
+const LONG_S = 90;
+const SDK_DEFAULT_TIMEOUT_MS = 60000;
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+// The JSON-RPC error a request (a promise) must end with; fails if it succeeds.
+async function rpcError(promise, what) {
+  let value;
+  try {
+    value = await promise;
+  } catch (e) {
+    assert.ok(Number.isInteger(e.code), `${what}: not a JSON-RPC error: ${e.stack ?? e}`);
+    return e;
+  }
+  assert.fail(`${what}: expected a JSON-RPC error, got ${JSON.stringify(value).slice(0, 400)}`);
+}
+
+// Starts `exec` as a task through SDK1 (params.task {ttl}) and returns the Task of the
+// CreateTaskResult, checked.
+async function createTask(conn, args, ttl = 60000, extra = {}) {
+  const created = await conn.client.request(
+    { method: 'tools/call', params: { name: 'exec', arguments: args } },
+    CreateTaskResultSchema,
+    { task: { ttl }, timeout: 15000, ...extra },
+  );
+  const { task } = created;
+  assert.match(task.taskId, /^\S{16,}$/, JSON.stringify(created));
+  assert.equal(task.status, 'working');
+  assert.equal(task.ttl, ttl);
+  assert.ok(!Number.isNaN(Date.parse(task.createdAt)) && !Number.isNaN(Date.parse(task.lastUpdatedAt)), JSON.stringify(task));
+  return task;
+}
+
+// Polls tasks/get until the task is terminal; returns the last Task.
+async function waitTerminal(conn, taskId, ms = 20000) {
+  let task;
+  await waitUntil(
+    async () => {
+      task = await conn.client.experimental.tasks.getTask(taskId, { timeout: 10000 });
+      return TERMINAL.includes(task.status);
+    },
+    ms,
+    `task ${taskId} to end`,
+  );
+  return task;
+}
+
+function logLines(srv) {
+  return srv
+    .logs()
+    .split('\n')
+    .map((l) => {
+      try {
+        return JSON.parse(l.replace(/^--- .*---$/, ''));
+      } catch {
+        return null;
+      }
+    })
+    .filter(Boolean);
+}
+
+function relatedTaskId(message) {
+  return message?._meta?.[RELATED_TASK]?.taskId;
+}
+
+describe('tasks', { concurrency: true }, () => {
+  // ------------------------------------------------------------------------------------------
+  // The headline: 90 s runs with the SDK's default 60 s request timeout, all at once.
+  describe(`${LONG_S} s runs, the SDK's default 60 s request timeout`, { concurrency: true, timeout: 200000 }, () => {
+    for (const transport of TRANSPORTS) {
+      describe(`over ${transport}`, { concurrency: true }, () => {
+        let srv;
+        let validate;
+        before(async () => {
+          srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 4 } });
+        });
+        after(async () => {
+          await srv?.stop();
+        });
+
+        it(`as a task (SDK1 callToolStream, params.task): a ${LONG_S} s run completes`, async () => {
+          const conn = await srv.connect({ name: 'tasks-long-task' });
+          ({ validate } = await execTool(conn.client));
+          const marker = `mcp-exec-interop-task-done-${randomUUID()}`;
+          const progress = [];
+          const t0 = performance.now();
+          const seen = [];
+          // No timeout option: every request of the stream gets the SDK's default 60 s.
+          const stream = conn.client.experimental.tasks.callToolStream(
+            {
+              name: 'exec',
+              arguments: { code: `import time\ntime.sleep(${LONG_S})\nprint(${JSON.stringify(marker)})`, timeout_s: LONG_S + 30 },
+            },
+            undefined,
+            { task: { ttl: 600000 }, onprogress: (p) => progress.push(p) },
+          );
+          const tracked = (async function* () {
+            for await (const m of stream) {
+              seen.push({ type: m.type, at: performance.now() - t0, status: m.task?.status });
+              yield m;
+            }
+          })();
+          const result = await takeResult(tracked);
+          const elapsedMs = performance.now() - t0;
+
+          const sc = checkExecResult(result, validate);
+          assert.equal(sc.exit_code, 0, sc.stderr);
+          assert.equal(sc.stdout, `${marker}\n`);
+          assert.equal(sc.timed_out, false);
+          assert.ok(sc.duration_ms >= LONG_S * 1000, `duration_ms ${sc.duration_ms}`);
+          assert.ok(elapsedMs > SDK_DEFAULT_TIMEOUT_MS + 25000, `the whole call took only ${elapsedMs.toFixed(0)} ms`);
+
+          // The task answered at once, then was polled to completed; the result names its task.
+          assert.equal(seen[0]?.type, 'taskCreated', JSON.stringify(seen.slice(0, 3)));
+          assert.ok(seen[0].at < 10000, `CreateTaskResult after ${seen[0].at.toFixed(0)} ms`);
+          const polls = seen.filter((s) => s.type === 'taskStatus');
+          assert.ok(polls.length >= 30, `${polls.length} tasks/get polls in ${elapsedMs.toFixed(0)} ms`);
+          assert.equal(polls.at(-1).status, 'completed');
+          const call = conn.tap.sent.find((m) => m.method === 'tools/call' && m.params?.arguments?.code?.includes(marker));
+          const taskId = conn.tap.responseTo(call.id)?.result?.task?.taskId;
+          assert.ok(taskId, 'no CreateTaskResult on the wire');
+          assert.equal(relatedTaskId(result), taskId, 'tasks/result _meta related-task');
+          const get = conn.tap.sent.filter((m) => m.method === 'tasks/get' && m.params?.taskId === taskId);
+          assert.equal(get.length, polls.length);
+          assert.ok(conn.tap.sent.some((m) => m.method === 'tasks/result' && m.params?.taskId === taskId));
+
+          // stdio and SSE carry the run's progress on the connection, with the tools/call's own
+          // progressToken and the related-task _meta. (Streamable HTTP has no stream for them
+          // while only tasks/get polls run: see the raw tasks/result case below.)
+          if (transport !== 'http') {
+            const token = call.params._meta?.progressToken;
+            const notes = conn.tap.received.filter((m) => m.method === 'notifications/progress');
+            assert.ok(notes.length >= 10, `${notes.length} progress notifications in ${LONG_S} s`);
+            for (const n of notes) {
+              assert.equal(n.params.progressToken, token, JSON.stringify(n));
+              assert.equal(relatedTaskId(n.params), taskId, JSON.stringify(n));
+            }
+            assert.equal(progress.length, notes.length, 'the SDK did not hand every notification to onprogress');
+          }
+          assert.deepEqual(conn.errors.map(String), []);
+        });
+
+        it(`without a task: the call fails at 60 s (RequestTimeout -32001) and the run is killed`, async () => {
+          const conn = await srv.connect({ name: 'tasks-long-plain' });
+          const marker = `mcp-exec-interop-task-timeout-${randomUUID()}`;
+          const t0 = performance.now();
+          // No timeout option: the SDK's default 60 s.
+          const pending = conn.client.callTool({
+            name: 'exec',
+            arguments: { code: markerProgram(marker, LONG_S), timeout_s: LONG_S + 30 },
+          });
+          pending.catch(() => {});
+          await waitUntil(() => findByMarker(marker).length > 0, 15000, `the sandboxed process ${marker}`);
+          const error = await rpcError(pending, 'tools/call without a task');
+          const elapsedMs = performance.now() - t0;
+          assert.ok(error instanceof McpError, String(error));
+          assert.equal(error.code, ErrorCode.RequestTimeout);
+          assert.match(error.message, /Request timed out/);
+          assert.ok(
+            elapsedMs >= SDK_DEFAULT_TIMEOUT_MS - 100 && elapsedMs < SDK_DEFAULT_TIMEOUT_MS + 10000,
+            `the call failed after ${elapsedMs.toFixed(0)} ms`,
+          );
+
+          // The SDK tells the server, and the server kills every process of the run (the marked
+          // one runs in a session of its own, as a daemon would).
+          const req = conn.tap.sent.find((m) => m.method === 'tools/call' && m.params?.arguments?.code?.includes(marker));
+          assert.ok(req, 'the tools/call was not sent');
+          assert.ok(
+            conn.tap.sent.some((m) => m.method === 'notifications/cancelled' && m.params?.requestId === req.id),
+            'the SDK sent no notifications/cancelled',
+          );
+          await waitUntil(() => findByMarker(marker).length === 0, 5000, 'the processes of the timed-out run to die').catch(
+            (e) => {
+              throw new Error(`${e.message}: still alive ${findByMarker(marker)}${srv.logs()}`);
+            },
+          );
+          // The server's own account: the run ended cancelled, after about 60 s.
+          const line = await waitUntil(
+            () => logLines(srv).find((l) => l.msg === 'exec' && l.request_id === String(req.id) && l.cancelled === true),
+            5000,
+            `the server's exec log line for request ${req.id} with cancelled true`,
+          ).catch((e) => {
+            throw new Error(`${e.message}${srv.logs()}`);
+          });
+          // (About 60 s: not the program's 90 s end, nor its 120 s timeout; the sandbox's start
+          // is not counted, so a loaded machine makes it a little shorter.)
+          assert.ok(line.duration_ms >= SDK_DEFAULT_TIMEOUT_MS - 15000 && line.duration_ms < SDK_DEFAULT_TIMEOUT_MS + 10000,
+            JSON.stringify(line));
+          await sleep(500);
+          assert.equal(conn.tap.responseTo(req.id), undefined, 'the server answered the cancelled request');
+        });
+      });
+    }
+  });
+
+  // ------------------------------------------------------------------------------------------
+  // Short cases, one after another, beside the long ones.
+  describe('short cases', { concurrency: false, timeout: 150000 }, () => {
+    // SDK2 has no task runtime: the 2025 wire by hand (client.request with specTypeSchemas).
+    for (const transport of ['stdio', 'http']) {
+      describe(`SDK2 by hand over ${transport}`, () => {
+        let srv;
+        let client;
+        let child;
+        before(async () => {
+          srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 2 } });
+          const inner =
+            transport === 'stdio'
+              ? new StdioTransportV2({ command: BIN, args: ['serve'], env: srv.env, stderr: 'pipe' })
+              : new HttpTransportV2(srv.mcpUrl);
+          client = new ClientV2({ name: 'mcp-exec-interop-v2-tasks', version: '1.0.0' }, { capabilities: {} });
+          await client.connect(inner, { timeout: 15000 });
+          child = inner._process;
+        });
+        after(async () => {
+          await client?.close().catch(() => {});
+          if (child) {
+            const e = await waitExit(child, 5000);
+            if (!e) child.kill('SIGKILL');
+            assert.ok(e && (e.code === 0 || e.signal === 'SIGTERM'), `stdio server ended with ${JSON.stringify(e)}`);
+          }
+          await srv?.stop();
+        });
+
+        it('a 2 s task: created, polled with tasks/get to completed, tasks/result is its result, tasks/list lists it', async () => {
+          assert.equal(client.getNegotiatedProtocolVersion(), '2025-11-25');
+          assert.deepEqual(client.getServerCapabilities()?.tasks, { list: {}, cancel: {}, requests: { tools: { call: {} } } });
+          const { tools } = await client.listTools();
+          const exec = tools.find((t) => t.name === 'exec');
+          assert.equal(exec?.execution?.taskSupport, 'optional');
+          const { validate } = await execTool(client);
+
+          const marker = `mcp-exec-interop-v2-task-${randomUUID()}`;
+          const t0 = performance.now();
+          const { task } = await client.request(
+            {
+              method: 'tools/call',
+              params: {
+                name: 'exec',
+                arguments: { code: `import time\ntime.sleep(2)\nprint(${JSON.stringify(marker)})`, timeout_s: 30 },
+                task: { ttl: 60000 },
+              },
+            },
+            specTypeSchemas.CreateTaskResult,
+          );
+          assert.ok(performance.now() - t0 < 5000, `CreateTaskResult after ${(performance.now() - t0).toFixed(0)} ms`);
+          assert.equal(task.status, 'working');
+          assert.equal(task.ttl, 60000);
+          assert.ok(Number.isInteger(task.pollInterval) && task.pollInterval > 0, `pollInterval ${task.pollInterval}`);
+
+          const statuses = [];
+          let t = task;
+          while (!TERMINAL.includes(t.status)) {
+            assert.ok(performance.now() - t0 < 20000, `still ${t.status} after 20 s`);
+            await sleep(t.pollInterval ?? 1000);
+            t = await client.request({ method: 'tasks/get', params: { taskId: task.taskId } }, specTypeSchemas.GetTaskResult);
+            assert.equal(t.taskId, task.taskId);
+            statuses.push(t.status);
+          }
+          assert.equal(t.status, 'completed', JSON.stringify(t));
+          assert.ok(statuses.length >= 2 && statuses[0] === 'working', `tasks/get said ${statuses}`);
+          assert.ok(Date.parse(t.lastUpdatedAt) >= Date.parse(task.createdAt) + 1900, JSON.stringify(t));
+
+          const result = await client.request(
+            { method: 'tasks/result', params: { taskId: task.taskId } },
+            specTypeSchemas.CallToolResult,
+          );
+          const sc = checkExecResult(result, validate);
+          assert.equal(sc.exit_code, 0, sc.stderr);
+          assert.equal(sc.stdout, `${marker}\n`);
+          assert.equal(relatedTaskId(result), task.taskId);
+
+          const { tasks } = await client.request({ method: 'tasks/list', params: {} }, specTypeSchemas.ListTasksResult);
+          const listed = tasks.find((x) => x.taskId === task.taskId);
+          assert.ok(listed, `tasks/list: ${JSON.stringify(tasks)}`);
+          assert.equal(listed.status, 'completed');
+          assert.equal(listed.ttl, 60000);
+
+          // An id nobody made: -32602.
+          const missing = await rpcError(
+            client.request({ method: 'tasks/get', params: { taskId: `no-such-task-${randomUUID()}` } }, specTypeSchemas.GetTaskResult),
+            'tasks/get of a made-up id',
+          );
+          assert.ok(missing instanceof ProtocolErrorV2, String(missing));
+          assert.equal(missing.code, -32602);
+          assert.match(missing.message, /Failed to retrieve task: Task not found/);
+        });
+      });
+    }
+
+    for (const transport of TRANSPORTS) {
+      describe(`task edge cases over ${transport}`, () => {
+        let srv;
+        let a;
+        let validate;
+        before(async () => {
+          srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 4 } });
+          a = await srv.connect({ name: 'tasks-owner' });
+          ({ validate } = await execTool(a.client));
+        });
+        after(async () => {
+          await srv?.stop();
+        });
+
+        it('tasks/cancel of a running task answers cancelled once its processes are dead; tasks/result is an isError result', async () => {
+          const marker = `mcp-exec-interop-task-cancel-${randomUUID()}`;
+          const task = await createTask(a, { code: markerProgram(marker, 60), timeout_s: 120 });
+          await waitUntil(() => findByMarker(marker).length > 0, 10000, `the sandboxed process ${marker}`);
+          assert.equal((await a.client.experimental.tasks.getTask(task.taskId)).status, 'working');
+
+          const t0 = performance.now();
+          const cancelled = await a.client.experimental.tasks.cancelTask(task.taskId);
+          // The answer comes after the run stopped: nothing of it is left.
+          assert.deepEqual(findByMarker(marker), [], 'processes of the run outlived the tasks/cancel answer');
+          assert.ok(performance.now() - t0 < 5000, `tasks/cancel took ${(performance.now() - t0).toFixed(0)} ms`);
+          assert.equal(cancelled.taskId, task.taskId);
+          assert.equal(cancelled.status, 'cancelled');
+          assert.equal((await a.client.experimental.tasks.getTask(task.taskId)).status, 'cancelled');
+
+          const result = await a.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, { timeout: 10000 });
+          assert.equal(result.isError, true, JSON.stringify(result));
+          assert.match(result.content?.[0]?.text ?? '', /cancel/i, JSON.stringify(result));
+          assert.equal(relatedTaskId(result), task.taskId);
+
+          const again = await rpcError(a.client.experimental.tasks.cancelTask(task.taskId), 'a second tasks/cancel');
+          assert.equal(again.code, ErrorCode.InvalidParams);
+          assert.match(again.message, /Cannot cancel task: already in terminal status 'cancelled'/);
+
+          // The server is free for the next call.
+          const next = await takeResult(
+            a.client.experimental.tasks.callToolStream({ name: 'exec', arguments: { code: 'print("next")' } }, undefined, {
+              task: { ttl: 60000 },
+              timeout: 15000,
+            }),
+          );
+          assert.equal(checkExecResult(next, validate).stdout, 'next\n');
+        });
+
+        it('tasks/cancel of a completed task is -32602, and the task keeps its result', async () => {
+          const task = await createTask(a, { code: 'print("done")' });
+          assert.equal((await waitTerminal(a, task.taskId)).status, 'completed');
+          const error = await rpcError(a.client.experimental.tasks.cancelTask(task.taskId), 'tasks/cancel of a completed task');
+          assert.equal(error.code, ErrorCode.InvalidParams);
+          assert.match(error.message, /Cannot cancel task: already in terminal status 'completed'/);
+          assert.equal((await a.client.experimental.tasks.getTask(task.taskId)).status, 'completed');
+          const result = await a.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, { timeout: 10000 });
+          assert.equal(checkExecResult(result, validate).stdout, 'done\n');
+        });
+
+        it('a malformed params.task (ttl a string, negative; task not an object) is -32602 and makes no task', async () => {
+          const kept = (await a.client.experimental.tasks.listTasks()).tasks.length;
+          const args = { code: 'print("must not run")' };
+          for (const task of [{ ttl: 'soon' }, { ttl: -1 }, { ttl: -60000 }]) {
+            const error = await rpcError(
+              a.client.request({ method: 'tools/call', params: { name: 'exec', arguments: args } }, CreateTaskResultSchema, {
+                task,
+                timeout: 10000,
+              }),
+              `params.task ${JSON.stringify(task)}`,
+            );
+            assert.equal(error.code, ErrorCode.InvalidParams, `${JSON.stringify(task)}: ${error.message}`);
+            assert.match(error.message, /ttl/, JSON.stringify(task));
+          }
+          const notObject = await rpcError(
+            a.client.request(
+              { method: 'tools/call', params: { name: 'exec', arguments: args, task: 'yes' } },
+              CreateTaskResultSchema,
+              { timeout: 10000 },
+            ),
+            'params.task "yes"',
+          );
+          assert.equal(notObject.code, ErrorCode.InvalidParams, notObject.message);
+          assert.equal((await a.client.experimental.tasks.listTasks()).tasks.length, kept, 'a refused call made a task');
+          assert.ok(!logLines(srv).some((l) => l.msg === 'exec' && /must not run/.test(JSON.stringify(l))));
+        });
+
+        it('an unknown taskId is -32602 "Failed to retrieve task: Task not found" for tasks/get, tasks/result and tasks/cancel', async () => {
+          const id = `no-such-task-${randomUUID()}`;
+          const tasks = a.client.experimental.tasks;
+          for (const [what, call] of [
+            ['tasks/get', () => tasks.getTask(id)],
+            ['tasks/result', () => tasks.getTaskResult(id, CallToolResultSchema, { timeout: 10000 })],
+            ['tasks/cancel', () => tasks.cancelTask(id)],
+          ]) {
+            const error = await rpcError(call(), what);
+            assert.equal(error.code, ErrorCode.InvalidParams, `${what}: ${error.message}`);
+            assert.match(error.message, NOT_FOUND, what);
+          }
+        });
+
+        if (transport !== 'stdio') {
+          it("another session's taskId is not found, exactly as an unknown one, and its cancel does nothing", async () => {
+            const b = await srv.connect({ name: 'tasks-other-session' });
+            const marker = `mcp-exec-interop-task-foreign-${randomUUID()}`;
+            const task = await createTask(a, { code: markerProgram(marker, 30), timeout_s: 60 });
+            await waitUntil(() => findByMarker(marker).length > 0, 10000, `the sandboxed process ${marker}`);
+            if (transport === 'http') {
+              assert.ok(a.transport.sessionId && b.transport.sessionId && a.transport.sessionId !== b.transport.sessionId);
+            }
+            const made = `${task.taskId.slice(0, 4)}${randomUUID().replace(/-/g, '')}`.slice(0, task.taskId.length);
+            const theirs = b.client.experimental.tasks;
+            for (const [what, call] of [
+              ['tasks/get', (id) => theirs.getTask(id)],
+              ['tasks/result', (id) => theirs.getTaskResult(id, CallToolResultSchema, { timeout: 10000 })],
+              ['tasks/cancel', (id) => theirs.cancelTask(id)],
+            ]) {
+              const foreign = await rpcError(call(task.taskId), `${what} of another session's task`);
+              const unknown = await rpcError(call(made), `${what} of a made-up id`);
+              assert.equal(foreign.code, ErrorCode.InvalidParams, `${what}: ${foreign.message}`);
+              assert.match(foreign.message, NOT_FOUND, what);
+              assert.deepEqual({ code: foreign.code, message: foreign.message, data: foreign.data },
+                { code: unknown.code, message: unknown.message, data: unknown.data }, what);
+            }
+            assert.ok(!(await theirs.listTasks()).tasks.some((t) => t.taskId === task.taskId), "tasks/list shows another session's task");
+            // The owner's task runs on, untouched.
+            assert.ok(findByMarker(marker).length > 0, "another session's tasks/cancel stopped the run");
+            assert.equal((await a.client.experimental.tasks.getTask(task.taskId)).status, 'working');
+            assert.ok((await a.client.experimental.tasks.listTasks()).tasks.some((t) => t.taskId === task.taskId));
+            assert.equal((await a.client.experimental.tasks.cancelTask(task.taskId)).status, 'cancelled');
+            assert.deepEqual(findByMarker(marker), []);
+          });
+        }
+
+        if (transport === 'http') {
+          it("a tasks/result opened while the task runs carries its progress, with the tools/call's progressToken", async () => {
+            const raw = new RawHttp(srv.mcpUrl);
+            const init = await raw.initialize();
+            assert.equal(init.status, 200);
+            try {
+              const token = `tok-${randomUUID()}`;
+              const create = await raw.post({
+                jsonrpc: '2.0',
+                id: 1,
+                method: 'tools/call',
+                params: {
+                  name: 'exec',
+                  arguments: { code: 'import time\nfor i in range(3):\n    print("tick", i, flush=True)\n    time.sleep(0.7)', timeout_s: 30 },
+                  task: { ttl: 60000 },
+                  _meta: { progressToken: token },
+                },
+              });
+              const taskId = create.messages.find((m) => m.id === 1)?.result?.task?.taskId;
+              assert.ok(taskId, `tools/call -> ${create.status} ${create.text.slice(0, 400)}`);
+              const t0 = performance.now();
+              const reply = await raw.post({ jsonrpc: '2.0', id: 2, method: 'tasks/result', params: { taskId } }, {}, 30000);
+              assert.ok(performance.now() - t0 > 1000, 'tasks/result did not wait for the run');
+              const res = reply.messages.find((m) => m.id === 2);
+              assert.ok(res?.result, `tasks/result -> ${reply.status} ${reply.text.slice(0, 400)}`);
+              assert.equal(relatedTaskId(res.result), taskId);
+              assert.equal(res.result.structuredContent?.stdout, 'tick 0\ntick 1\ntick 2\n');
+              const notes = reply.messages.filter((m) => m.method === 'notifications/progress');
+              assert.ok(notes.length >= 2, `progress on the tasks/result stream: ${JSON.stringify(reply.messages).slice(0, 600)}`);
+              for (const n of notes) {
+                assert.equal(n.params.progressToken, token, JSON.stringify(n));
+                assert.equal(relatedTaskId(n.params), taskId, JSON.stringify(n));
+              }
+              assert.ok(notes.some((n) => /tick 1/.test(n.params.message ?? '')), JSON.stringify(notes));
+              // Progress values only grow.
+              const values = notes.map((n) => n.params.progress);
+              assert.deepEqual(values, [...values].sort((x, y) => x - y));
+            } finally {
+              await raw.delete().catch(() => {});
+            }
+          });
+        }
+
+        it('a caller that goes away takes its running tasks with it: their processes die', async () => {
+          const c = await srv.connect({ name: 'tasks-leaver' });
+          const marker = `mcp-exec-interop-task-leaver-${randomUUID()}`;
+          await createTask(c, { code: markerProgram(marker, 60), timeout_s: 120 });
+          await waitUntil(() => findByMarker(marker).length > 0, 10000, `the sandboxed process ${marker}`);
+          if (transport === 'http') {
+            await c.transport.terminateSession(); // DELETE /mcp with its Mcp-Session-Id
+          } else {
+            await c.client.close(); // stdio: EOF on the server's stdin; SSE: the stream closes
+          }
+          await waitUntil(() => findByMarker(marker).length === 0, 5000, "the departed caller's task processes to die").catch(
+            (e) => {
+              throw new Error(`${e.message}: still alive ${findByMarker(marker)}${srv.logs()}`);
+            },
+          );
+        });
+      });
+    }
+  });
+});

@@ -1,0 +1,130 @@
+// Test doubles for the MCP server: a sink that records what it is sent, and a tool that echoes,
+// blocks until cancelled or released, reports progress and logs, as its arguments say.
+#pragma once
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/unique_fd.h"
+#include "mcp/server.h"
+
+namespace mcpexec::mcp {
+
+class RecordingSink : public MessageSink {
+ public:
+  void Send(const nlohmann::json& message, bool final) override {
+    std::lock_guard lock(mu_);
+    messages_.push_back(message);
+    at_.push_back(std::chrono::steady_clock::now());
+    finals_ += final ? 1 : 0;
+    cv_.notify_all();
+  }
+  // Waits for `n` final messages; returns every message received so far.
+  std::vector<nlohmann::json> WaitFinals(
+      int n, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return finals_ >= n; });
+    return messages_;
+  }
+  std::vector<nlohmann::json> Messages() {
+    std::lock_guard lock(mu_);
+    return messages_;
+  }
+  // When each message was sent.
+  std::vector<std::chrono::steady_clock::time_point> Times() {
+    std::lock_guard lock(mu_);
+    return at_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<nlohmann::json> messages_;
+  std::vector<std::chrono::steady_clock::time_point> at_;
+  int finals_ = 0;
+};
+
+// Echoes its arguments. {"progress_steps": N} reports progress N times first; {"block": true}
+// makes it wait until it is cancelled or Release()d, after counting itself in WaitStarted(),
+// then report {"progress_after": N} more;
+// {"log": [{"level", "logger", "data"}, ...]} then sends those through context.log.
+// Its name and whether it runs as a task are the constructor's.
+class FakeTool : public Tool {
+ public:
+  explicit FakeTool(TaskSupport tasks = TaskSupport::kForbidden, std::string name = "fake")
+      : release_(eventfd(0, EFD_CLOEXEC)), tasks_(tasks), name_(std::move(name)) {}
+  std::string Name() const override { return name_; }
+  TaskSupport Tasks() const override { return tasks_; }
+  nlohmann::json Definition() const override {
+    return {{"name", name_}, {"inputSchema", {{"type", "object"}}}};
+  }
+  nlohmann::json Call(const nlohmann::json& arguments, const ToolCallContext& context) override {
+    const int steps = arguments.value("progress_steps", 0);
+    for (int i = 0; i < steps; ++i) {
+      if (context.report_progress) context.report_progress(i + 1, "step");
+    }
+    if (arguments.value("block", false)) {
+      Count(started_);
+      pollfd fds[2] = {{context.cancel_fd, POLLIN, 0}, {release_.Get(), POLLIN, 0}};
+      poll(fds, 2, 10000);  // bounded: a broken test fails instead of hanging
+      if (fds[0].revents != 0) {
+        Count(cancelled_);
+        return ToolError("cancelled");
+      }
+      const int after = arguments.value("progress_after", 0);
+      for (int i = 0; i < after; ++i) {
+        if (context.report_progress) context.report_progress(steps + i + 1, "after");
+      }
+    }
+    for (const nlohmann::json& line : arguments.value("log", nlohmann::json::array())) {
+      const auto level = ParseLogLevel(line["level"].get<std::string>());
+      if (context.log && level) {
+        context.log(*level, line["logger"].get<std::string>(), line["data"].get<std::string>());
+      }
+    }
+    return {{"content", nlohmann::json::array()}, {"structuredContent", arguments}, {"isError", false}};
+  }
+
+  // Waits (up to 5 s) until `n` calls have blocked, or have been cancelled; true when they have.
+  bool WaitStarted(int n) { return WaitFor(started_, n); }
+  bool WaitCancelled(int n) { return WaitFor(cancelled_, n); }
+  int Cancelled() {
+    std::lock_guard lock(mu_);
+    return cancelled_;
+  }
+  // Lets every blocked call (and every later one) return.
+  void Release() {
+    const uint64_t one = 1;
+    ASSERT_EQ(write(release_.Get(), &one, sizeof one), 8);
+  }
+
+ private:
+  void Count(int& counter) {
+    std::lock_guard lock(mu_);
+    ++counter;
+    cv_.notify_all();
+  }
+  bool WaitFor(int& counter, int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return counter >= n; });
+  }
+
+  UniqueFd release_;
+  const TaskSupport tasks_;
+  const std::string name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int started_ = 0;
+  int cancelled_ = 0;
+};
+
+}  // namespace mcpexec::mcp

@@ -1,0 +1,582 @@
+// Tasks: the store's limits, and both eras' wire through a Session with fake tools. Each case
+// plays a client, a hostile one where it says so.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "mcp/protocol.h"
+#include "mcp/server.h"
+#include "mcp/tasks.h"
+#include "mcp_fakes.h"
+
+namespace mcpexec::mcp {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+// ------------------------------------------------------------------------------ the store
+
+TaskLimits SmallLimits() {
+  TaskLimits limits;
+  limits.max_tasks = 4;
+  limits.max_running_per_caller = 2;
+  limits.max_result_bytes = 1000;
+  limits.max_ttl_ms = 60'000;
+  limits.min_ttl_ms = 0;
+  return limits;
+}
+
+json ResultOf(size_t bytes) { return {{"content", json::array()}, {"text", std::string(bytes, 'x')}}; }
+
+TEST(TaskStore, TheTtlIsTheRequestedOneWithinTheCap) {
+  TaskLimits limits = SmallLimits();
+  limits.min_ttl_ms = 1000;
+  TaskStore store(limits);
+  EXPECT_EQ((*store.Create("a", std::nullopt))->View().ttl_ms, 60'000);
+  EXPECT_EQ((*store.Create("a", 5000))->View().ttl_ms, 5000);
+  EXPECT_EQ((*store.Create("b", int64_t{1} << 50))->View().ttl_ms, 60'000);
+  EXPECT_EQ((*store.Create("b", 0))->View().ttl_ms, 1000);
+}
+
+TEST(TaskStore, IdsAreUnguessableAndAnotherOwnersTaskIsNotFound) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("alice", std::nullopt);
+  EXPECT_EQ(task->Id().size(), 32u);  // 128 bits from getrandom
+  EXPECT_EQ(task->Id().find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(task->Id(), (*store.Create("alice", std::nullopt))->Id());
+  EXPECT_EQ(store.Find("alice", task->Id()), task);
+  EXPECT_EQ(store.Find("mallory", task->Id()), nullptr);
+  std::string near = task->Id();
+  near[0] = near[0] == '0' ? '1' : '0';
+  EXPECT_EQ(store.Find("alice", near), nullptr);
+}
+
+TEST(TaskStore, RunningTasksAreLimitedPerCallerAndInAll) {
+  TaskStore store(SmallLimits());
+  auto a1 = *store.Create("a", std::nullopt);
+  auto a2 = *store.Create("a", std::nullopt);
+  auto refused = store.Create("a", std::nullopt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message, HasSubstr("MCP_EXEC_MAX_TASKS_PER_CALLER"));
+  auto b1 = *store.Create("b", std::nullopt);
+  auto b2 = *store.Create("b", std::nullopt);
+  refused = store.Create("c", std::nullopt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message, HasSubstr("MCP_EXEC_MAX_TASKS"));
+  EXPECT_EQ(store.GetStats().refused, 2u);
+  // A finished task makes room: it is dropped, the oldest first, before its TTL.
+  store.Finish(a1, TaskStatus::kCompleted, ResultOf(10));
+  auto c1 = store.Create("c", std::nullopt);
+  ASSERT_TRUE(c1.ok()) << c1.error().message;
+  EXPECT_EQ(store.Find("a", a1->Id()), nullptr);
+  EXPECT_EQ(store.GetStats().dropped, 1u);
+  EXPECT_EQ(store.Find("a", a2->Id()), a2);
+}
+
+TEST(TaskStore, FinishedResultsStayWithinTheirBytes) {
+  TaskStore store(SmallLimits());
+  auto first = *store.Create("a", std::nullopt);
+  store.Finish(first, TaskStatus::kCompleted, ResultOf(600));
+  auto second = *store.Create("a", std::nullopt);
+  store.Finish(second, TaskStatus::kCompleted, ResultOf(600));
+  EXPECT_EQ(store.Find("a", first->Id()), nullptr);
+  EXPECT_EQ(store.Find("a", second->Id()), second);
+  EXPECT_LE(store.GetStats().result_bytes, 1000u);
+}
+
+TEST(TaskStore, AnEndedTaskGoesAtItsTtlARunningOneStays) {
+  TaskStore store(SmallLimits());
+  auto ended = *store.Create("a", 50);
+  auto running = *store.Create("a", 50);
+  store.Finish(ended, TaskStatus::kCompleted, ResultOf(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(store.Find("a", ended->Id()), nullptr);
+  EXPECT_EQ(store.Find("a", running->Id()), running);
+  store.Finish(running, TaskStatus::kCompleted, ResultOf(10));
+  EXPECT_EQ(store.Find("a", running->Id()), nullptr);
+  EXPECT_EQ(store.GetStats().kept, 0u);
+  EXPECT_EQ(store.GetStats().result_bytes, 0u);
+}
+
+// Whichever comes first, the outcome is one of two: the cancel was in time and the task ends
+// cancelled, or it was not and the task keeps its result. Never a cancelled result on a task
+// that says completed, nor the reverse.
+TEST(TaskStore, CancelRacingTheRunsEndHasOneOutcome) {
+  TaskLimits limits = SmallLimits();
+  limits.max_tasks = 10;
+  limits.max_running_per_caller = 10;
+  TaskStore store(limits);
+  int cancelled = 0, completed = 0;
+  for (int i = 0; i < 500; ++i) {
+    auto task = *store.Create("a", std::nullopt);
+    bool in_time = false;
+    std::thread canceller([&] { in_time = store.RequestCancel(task); });
+    store.Finish(task, TaskStatus::kCompleted, ResultOf(1));
+    canceller.join();
+    const TaskView view = task->View();
+    if (in_time) {
+      ASSERT_EQ(view.status, TaskStatus::kCancelled) << i;
+      ++cancelled;
+    } else {
+      ASSERT_EQ(view.status, TaskStatus::kCompleted) << i;
+      ++completed;
+    }
+  }
+  EXPECT_EQ(cancelled + completed, 500);
+}
+
+TEST(TaskStore, WhenDoneRunsOnceAtTheEndOrAtOnce) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("a", std::nullopt);
+  int calls = 0;
+  store.WhenDone(task, [&](const TaskView& v) {
+    ++calls;
+    EXPECT_EQ(v.status, TaskStatus::kFailed);
+  });
+  EXPECT_EQ(calls, 0);
+  store.Finish(task, TaskStatus::kFailed, {{"code", -32603}, {"message", "boom"}});
+  store.Finish(task, TaskStatus::kCompleted, ResultOf(1));  // an ended task does not change
+  EXPECT_EQ(calls, 1);
+  store.WhenDone(task, [&](const TaskView&) { ++calls; });
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(task->View().status, TaskStatus::kFailed);
+}
+
+TEST(TaskStore, ListPagesOneOwnersTasksAndRefusesAForgedCursor) {
+  TaskLimits limits = SmallLimits();
+  limits.max_tasks = 100;
+  limits.max_running_per_caller = 100;
+  TaskStore store(limits);
+  std::vector<std::string> mine;
+  for (int i = 0; i < 7; ++i) {
+    mine.push_back((*store.Create("a", std::nullopt))->Id());
+    (void)*store.Create("b", std::nullopt);
+  }
+  std::vector<std::string> seen;
+  std::string cursor;
+  std::vector<TaskView> page;
+  std::string next;
+  do {
+    ASSERT_TRUE(store.List("a", cursor, 3, page, next));
+    EXPECT_LE(page.size(), 3u);
+    for (const TaskView& v : page) seen.push_back(v.id);
+    cursor = next;
+  } while (!cursor.empty());
+  EXPECT_EQ(seen, mine);
+  EXPECT_FALSE(store.List("a", "x1", 3, page, next));
+  EXPECT_FALSE(store.List("a", "99999999999999999999999", 3, page, next));
+}
+
+TEST(TaskStore, DroppingAnOwnerCancelsItsRunsAndForgetsItsTasks) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("a", std::nullopt);
+  auto other = *store.Create("b", std::nullopt);
+  store.DropOwner("a");
+  EXPECT_TRUE(task->CancelRequested());
+  uint64_t n = 0;
+  EXPECT_EQ(read(task->CancelFd(), &n, sizeof n), 8);  // the run sees it on its cancel fd
+  EXPECT_EQ(store.Find("a", task->Id()), nullptr);
+  EXPECT_FALSE(other->CancelRequested());
+  store.Finish(task, TaskStatus::kCompleted, ResultOf(10));  // the run returns later
+  EXPECT_EQ(store.GetStats().running, 1u);
+  EXPECT_EQ(store.GetStats().result_bytes, 0u);
+}
+
+// ------------------------------------------------------------------------- through a session
+
+// A server with three tools: "fake" never runs as a task, "job" may, "must" must.
+class McpTasksTest : public ::testing::Test {
+ protected:
+  explicit McpTasksTest(TaskLimits limits = {})
+      : pool_(4, 64),
+        plain_(std::make_shared<FakeTool>()),
+        job_(std::make_shared<FakeTool>(TaskSupport::kOptional, "job")),
+        must_(std::make_shared<FakeTool>(TaskSupport::kRequired, "must")),
+        server_({"mcp-exec", "9.9.9", ""}, {plain_, job_, must_}, pool_, limits) {}
+  ~McpTasksTest() override {
+    job_->Release();
+    must_->Release();
+    plain_->Release();
+    for (auto& s : sessions_) s->Close();
+    pool_.Drain();
+  }
+
+  std::shared_ptr<Session> NewSession(const std::string& version = "2025-11-25") {
+    auto session = server_.NewSession("test");
+    sessions_.push_back(session);
+    json r = Send(*session, 0, "initialize",
+                  {{"protocolVersion", version},
+                   {"capabilities", json::object()},
+                   {"clientInfo", {{"name", "test"}, {"version", "1"}}}});
+    EXPECT_EQ(r["result"]["protocolVersion"], version);
+    session->Handle(R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                    std::make_shared<RecordingSink>());
+    return session;
+  }
+  // One request; its final reply.
+  static json Send(Session& session, int id, const std::string& method, json params,
+                   std::shared_ptr<RecordingSink> sink = nullptr) {
+    if (!sink) sink = std::make_shared<RecordingSink>();
+    session.Handle(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump(),
+                   sink);
+    auto got = sink->WaitFinals(1);
+    return got.empty() ? json() : got.back();
+  }
+  // A 2025-11-25 task of `tool`; its id.
+  std::string StartTask(Session& session, const std::string& tool, json arguments,
+                        json task = json::object()) {
+    json r = Send(session, 1, "tools/call",
+                  {{"name", tool}, {"arguments", arguments}, {"task", task}});
+    EXPECT_EQ(r["result"]["task"]["status"], "working") << r;
+    return r["result"]["task"].value("taskId", "");
+  }
+  static json Stateless(json params, bool extension = true) {
+    json capabilities = json::object();
+    if (extension) capabilities["extensions"][std::string(kTasksExtension)] = json::object();
+    params["_meta"] = {{std::string(kMetaProtocolVersion), "2026-07-28"},
+                       {std::string(kMetaClientCapabilities), capabilities}};
+    return params;
+  }
+  // Polls tasks/get until the task has ended; its last answer.
+  json AwaitEnd(Session& session, const std::string& id, bool stateless = false) {
+    json r;
+    for (int i = 0; i < 500; ++i) {
+      json params = {{"taskId", id}};
+      r = Send(session, 2, "tasks/get", stateless ? Stateless(params) : params);
+      if (r["result"].value("status", "") != "working") return r;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ADD_FAILURE() << "task " << id << " never ended: " << r;
+    return r;
+  }
+
+  WorkerPool pool_;
+  std::shared_ptr<FakeTool> plain_, job_, must_;
+  Server server_;
+  std::vector<std::shared_ptr<Session>> sessions_;
+};
+
+TEST_F(McpTasksTest, Only2025_11_25AnnouncesTasksAndOnlyForToolsThatTakeThem) {
+  auto session = NewSession();
+  json r = Send(*session, 1, "tools/list", json::object());
+  std::map<std::string, json> execution;
+  for (const json& tool : r["result"]["tools"]) execution[tool["name"]] = tool.value("execution", json());
+  EXPECT_EQ(execution["fake"], json());
+  EXPECT_EQ(execution["job"], (json{{"taskSupport", "optional"}}));
+  EXPECT_EQ(execution["must"], (json{{"taskSupport", "required"}}));
+
+  auto fresh = server_.NewSession("t2");
+  sessions_.push_back(fresh);
+  r = Send(*fresh, 0, "initialize", {{"protocolVersion", "2025-11-25"}});
+  EXPECT_EQ(r["result"]["capabilities"]["tasks"],
+            (json{{"list", json::object()},
+                  {"cancel", json::object()},
+                  {"requests", {{"tools", {{"call", json::object()}}}}}}));
+  auto old = server_.NewSession("t3");
+  sessions_.push_back(old);
+  r = Send(*old, 0, "initialize", {{"protocolVersion", "2025-06-18"}});
+  EXPECT_FALSE(r["result"]["capabilities"].contains("tasks")) << r;
+
+  auto stateless = server_.NewSession("t4");
+  sessions_.push_back(stateless);
+  r = Send(*stateless, 1, "server/discover", Stateless(json::object()));
+  EXPECT_EQ(r["result"]["capabilities"]["extensions"][std::string(kTasksExtension)], json::object());
+  EXPECT_FALSE(r["result"]["capabilities"].contains("tasks"));
+}
+
+TEST_F(McpTasksTest, ATaskAnswersAtOnceAndTasksResultWaitsForTheRun) {
+  auto session = NewSession();
+  const std::string id = StartTask(*session, "job", {{"block", true}, {"n", 7}}, {{"ttl", 60000}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  json got = Send(*session, 2, "tasks/get", {{"taskId", id}});
+  EXPECT_EQ(got["result"]["status"], "working");
+  EXPECT_EQ(got["result"]["ttl"], 60000);
+  EXPECT_TRUE(got["result"]["createdAt"].get<std::string>().ends_with("Z"));
+
+  auto waiting = std::make_shared<RecordingSink>();
+  session->Handle(json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tasks/result"},
+                       {"params", {{"taskId", id}}}}.dump(),
+                  waiting);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(waiting->Messages().empty()) << "tasks/result answered before the run ended";
+  job_->Release();
+  auto messages = waiting->WaitFinals(1);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0]["id"], 3);
+  EXPECT_EQ(messages[0]["result"]["structuredContent"]["n"], 7);
+  EXPECT_EQ(messages[0]["result"]["_meta"][std::string(kMetaRelatedTask)]["taskId"], id);
+
+  got = Send(*session, 4, "tasks/get", {{"taskId", id}});
+  EXPECT_EQ(got["result"]["status"], "completed");
+  got = Send(*session, 5, "tasks/list", json::object());
+  ASSERT_EQ(got["result"]["tasks"].size(), 1u) << got;
+  EXPECT_EQ(got["result"]["tasks"][0]["taskId"], id);
+  // A finished task cannot be cancelled (2025-11-25 says so), and its result stays.
+  got = Send(*session, 6, "tasks/cancel", {{"taskId", id}});
+  EXPECT_EQ(got["error"]["code"], jsonrpc::kInvalidParams);
+  EXPECT_THAT(got["error"]["message"].get<std::string>(), HasSubstr("completed"));
+  got = Send(*session, 7, "tasks/result", {{"taskId", id}});
+  EXPECT_EQ(got["result"]["structuredContent"]["n"], 7);
+}
+
+TEST_F(McpTasksTest, CancelAnswersOnlyOnceTheRunHasStopped) {
+  auto session = NewSession();
+  const std::string id = StartTask(*session, "job", {{"block", true}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  json r = Send(*session, 2, "tasks/cancel", {{"taskId", id}});
+  EXPECT_EQ(job_->Cancelled(), 1) << "tasks/cancel answered before the run returned";
+  EXPECT_EQ(r["result"]["status"], "cancelled") << r;
+  EXPECT_EQ(r["result"]["taskId"], id);
+  r = Send(*session, 3, "tasks/result", {{"taskId", id}});
+  EXPECT_EQ(r["result"]["isError"], true) << r;
+  EXPECT_EQ(r["result"]["_meta"][std::string(kMetaRelatedTask)]["taskId"], id);
+  r = Send(*session, 4, "tasks/get", {{"taskId", id}});
+  EXPECT_EQ(r["result"]["status"], "cancelled");
+}
+
+TEST_F(McpTasksTest, MalformedTaskRequestsAreInvalidParams) {
+  auto session = NewSession();
+  for (const json& task : {json("soon"), json{{"ttl", "60000"}}, json{{"ttl", -1}},
+                           json{{"ttl", json::array()}}, json(7)}) {
+    json r = Send(*session, 1, "tools/call", {{"name", "job"}, {"arguments", json::object()},
+                                              {"task", task}});
+    EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << task << ": " << r;
+  }
+  for (const std::string method : {"tasks/get", "tasks/result", "tasks/cancel"}) {
+    for (const json& params : {json::object(), json{{"taskId", 5}}}) {
+      json r = Send(*session, 2, method, params);
+      EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << method << params << ": " << r;
+    }
+  }
+  EXPECT_EQ(Send(*session, 3, "tasks/list", {{"cursor", "nope"}})["error"]["code"],
+            jsonrpc::kInvalidParams);
+  // A tool that does not run as a task, and one that only does.
+  json r = Send(*session, 4, "tools/call", {{"name", "fake"}, {"task", json::object()}});
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kMethodNotFound) << r;
+  r = Send(*session, 5, "tools/call", {{"name", "must"}});
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kMethodNotFound) << r;
+  // A revision before tasks: params.task is an unknown field, the call runs plainly.
+  auto old = NewSession("2025-06-18");
+  r = Send(*old, 6, "tools/call", {{"name", "job"}, {"arguments", {{"n", 1}}}, {"task", json::object()}});
+  EXPECT_EQ(r["result"]["structuredContent"]["n"], 1) << r;
+  EXPECT_EQ(Send(*old, 7, "tasks/list", json::object())["error"]["code"], jsonrpc::kMethodNotFound);
+}
+
+// Another client holding a task's id learns nothing: the same error as for an id that never was.
+TEST_F(McpTasksTest, AnotherClientsTaskIsNotFoundAndUntouched) {
+  auto owner = NewSession();
+  auto other = NewSession();
+  const std::string id = StartTask(*owner, "job", {{"block", true}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  for (const std::string method : {"tasks/get", "tasks/result", "tasks/cancel"}) {
+    const json theirs = Send(*other, 1, method, {{"taskId", id}});
+    const json unknown = Send(*other, 2, method, {{"taskId", std::string(32, 'a')}});
+    EXPECT_EQ(theirs["error"], unknown["error"]) << method;
+    EXPECT_EQ(theirs["error"]["code"], jsonrpc::kInvalidParams) << method;
+  }
+  EXPECT_TRUE(Send(*other, 3, "tasks/list", json::object())["result"]["tasks"].empty());
+  EXPECT_EQ(job_->Cancelled(), 0);
+  EXPECT_EQ(Send(*owner, 4, "tasks/get", {{"taskId", id}})["result"]["status"], "working");
+}
+
+// A Streamable HTTP request's stream ends with its response: a task's later progress follows
+// the tasks/result that waits for it, whose stream stays open until the task ends.
+TEST_F(McpTasksTest, ATasksLaterProgressFollowsTasksResult) {
+  auto session = NewSession();
+  auto creating = std::make_shared<RecordingSink>();
+  session->Handle(json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+                       {"params", {{"name", "job"},
+                                   {"arguments", {{"block", true}, {"progress_after", 2}}},
+                                   {"task", json::object()},
+                                   {"_meta", {{"progressToken", "p1"}}}}}}.dump(),
+                  creating);
+  const std::string id = creating->WaitFinals(1).back()["result"]["task"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(1));
+  auto waiting = std::make_shared<RecordingSink>();
+  session->Handle(json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tasks/result"},
+                       {"params", {{"taskId", id}}}}.dump(),
+                  waiting);
+  job_->Release();
+  const std::vector<json> got = waiting->WaitFinals(1);
+  ASSERT_EQ(got.size(), 3u) << json(got);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(got[i]["method"], "notifications/progress");
+    EXPECT_EQ(got[i]["params"]["progressToken"], "p1");
+    EXPECT_EQ(got[i]["params"]["_meta"][std::string(kMetaRelatedTask)]["taskId"], id);
+  }
+  EXPECT_EQ(got[2]["id"], 2);
+  EXPECT_EQ(creating->Messages().size(), 1u);  // the handle only
+}
+
+// On a connection that stays open (stdio, legacy SSE), a task's progress follows its handle.
+TEST_F(McpTasksTest, ProgressOfATaskCarriesItsTokenAndTaskId) {
+  auto session = NewSession();
+  auto sink = std::make_shared<RecordingSink>();
+  session->Handle(json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+                       {"params", {{"name", "job"},
+                                   {"arguments", {{"block", true}, {"progress_after", 3}}},
+                                   {"task", json::object()},
+                                   {"_meta", {{"progressToken", 9}}}}}}.dump(),
+                  sink);
+  const json handle = sink->WaitFinals(1).front();
+  ASSERT_EQ(handle["id"], 1) << handle;
+  const std::string id = handle["result"]["task"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(1));
+  job_->Release();
+  AwaitEnd(*session, id);
+  int progress = 0;
+  for (const json& m : sink->Messages()) {
+    if (m.value("method", "") != "notifications/progress") continue;
+    ++progress;
+    EXPECT_EQ(m["params"]["progressToken"], 9);
+    EXPECT_EQ(m["params"]["_meta"][std::string(kMetaRelatedTask)]["taskId"], id);
+  }
+  EXPECT_EQ(progress, 3);
+}
+
+TEST_F(McpTasksTest, ClosingTheConnectionCancelsItsTasks) {
+  auto session = NewSession();
+  const std::string id = StartTask(*session, "job", {{"block", true}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  session->Close();
+  EXPECT_TRUE(job_->WaitCancelled(1));
+  EXPECT_EQ(server_.Tasks().Find("whoever", id), nullptr);
+  EXPECT_EQ(server_.Tasks().GetStats().kept, 0u);
+}
+
+TEST_F(McpTasksTest, AFloodOfTasksIsRefusedPastTheCallersLimit) {
+  auto session = NewSession();
+  const size_t limit = server_.Tasks().Limits().max_running_per_caller;
+  for (size_t i = 0; i < limit; ++i) StartTask(*session, "job", {{"block", true}});
+  json r = Send(*session, 9, "tools/call", {{"name", "job"}, {"task", json::object()}});
+  EXPECT_EQ(r["result"]["isError"], true) << r;
+  EXPECT_THAT(r["result"]["content"][0]["text"].get<std::string>(),
+              HasSubstr("MCP_EXEC_MAX_TASKS_PER_CALLER"));
+  // Another client is not held back by this one's limit.
+  auto other = NewSession();
+  json theirs = Send(*other, 1, "tools/call", {{"name", "job"}, {"arguments", json::object()},
+                                               {"task", json::object()}});
+  EXPECT_EQ(theirs["result"]["task"]["status"], "working") << theirs;
+}
+
+// -------------------------------------------------------------- the stateless era's extension
+
+TEST_F(McpTasksTest, StatelessTheServerDecidesForAClientThatDeclaresTheExtension) {
+  auto session = server_.NewSession("stateless", "shared");
+  sessions_.push_back(session);
+  json r = Send(*session, 1, "tools/call", Stateless({{"name", "job"}, {"arguments", {{"n", 3}}}}));
+  EXPECT_EQ(r["result"]["resultType"], "task") << r;
+  EXPECT_FALSE(r["result"].contains("task"));
+  EXPECT_FALSE(r["result"].contains("ttl"));
+  EXPECT_GT(r["result"]["ttlMs"].get<int64_t>(), 0);
+  EXPECT_GT(r["result"]["pollIntervalMs"].get<int64_t>(), 0);
+  const std::string id = r["result"]["taskId"];
+  r = AwaitEnd(*session, id, true);
+  EXPECT_EQ(r["result"]["resultType"], "complete");
+  EXPECT_EQ(r["result"]["status"], "completed");
+  EXPECT_EQ(r["result"]["result"]["structuredContent"]["n"], 3);
+  EXPECT_FALSE(r["result"]["result"].contains("_meta")) << r;
+  // Cancelling an ended task is acknowledged, as any cancel is.
+  r = Send(*session, 3, "tasks/cancel", Stateless({{"taskId", id}}));
+  EXPECT_EQ(r["result"]["resultType"], "complete");
+  EXPECT_FALSE(r["result"].contains("status"));
+  // A later stateless request of the same credential (a new Session) finds it.
+  auto later = server_.NewSession("stateless", "shared");
+  sessions_.push_back(later);
+  EXPECT_EQ(Send(*later, 4, "tasks/get", Stateless({{"taskId", id}}))["result"]["taskId"], id);
+
+  // Without the extension: a plain result; the tasks methods need it.
+  r = Send(*session, 5, "tools/call", Stateless({{"name", "job"}, {"arguments", {{"n", 4}}}}, false));
+  EXPECT_EQ(r["result"]["resultType"], "complete");
+  EXPECT_EQ(r["result"]["structuredContent"]["n"], 4);
+  for (const std::string method : {"tasks/get", "tasks/cancel", "tasks/update"}) {
+    r = Send(*session, 6, method, Stateless({{"taskId", id}, {"inputResponses", json::object()}}, false));
+    EXPECT_EQ(r["error"]["code"], kMissingRequiredClientCapability) << method << ": " << r;
+  }
+  r = Send(*session, 7, "tools/call", Stateless({{"name", "must"}}, false));
+  EXPECT_EQ(r["error"]["code"], kMissingRequiredClientCapability);
+  EXPECT_EQ(r["error"]["data"]["requiredCapabilities"]["extensions"][std::string(kTasksExtension)],
+            json::object());
+  // tasks/result and tasks/list are not in this era; an unknown id is invalid params.
+  EXPECT_EQ(Send(*session, 8, "tasks/result", Stateless({{"taskId", id}}))["error"]["code"],
+            jsonrpc::kMethodNotFound);
+  EXPECT_EQ(Send(*session, 9, "tasks/list", Stateless(json::object()))["error"]["code"],
+            jsonrpc::kMethodNotFound);
+  EXPECT_EQ(Send(*session, 10, "tasks/get", Stateless({{"taskId", "nope"}}))["error"]["code"],
+            jsonrpc::kInvalidParams);
+  // params.task (the older era's field) is ignored: not a task for a sync-only tool.
+  r = Send(*session, 11, "tools/call",
+           Stateless({{"name", "fake"}, {"task", {{"ttl", 60000}}}, {"arguments", {{"n", 5}}}}));
+  EXPECT_EQ(r["result"]["resultType"], "complete") << r;
+}
+
+TEST_F(McpTasksTest, StatelessCancelWaitsForTheRunThenTheTaskSaysCancelled) {
+  auto session = server_.NewSession("stateless", "shared");
+  sessions_.push_back(session);
+  json r = Send(*session, 1, "tools/call", Stateless({{"name", "job"}, {"arguments", {{"block", true}}}}));
+  const std::string id = r["result"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(1));
+  r = Send(*session, 2, "tasks/cancel", Stateless({{"taskId", id}}));
+  EXPECT_EQ(job_->Cancelled(), 1);
+  EXPECT_EQ(r["result"], (json{{"resultType", "complete"},
+                               {"_meta", {{std::string(kMetaServerInfo),
+                                           {{"name", "mcp-exec"}, {"version", "9.9.9"}}}}}}));
+  r = Send(*session, 3, "tasks/get", Stateless({{"taskId", id}}));
+  EXPECT_EQ(r["result"]["status"], "cancelled");
+  EXPECT_FALSE(r["result"].contains("result"));
+  // Another credential does not see it.
+  auto stranger = server_.NewSession("stateless", "someone-else");
+  sessions_.push_back(stranger);
+  EXPECT_EQ(Send(*stranger, 4, "tasks/get", Stateless({{"taskId", id}}))["error"]["code"],
+            jsonrpc::kInvalidParams);
+}
+
+long RssKib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// A client that starts tasks and never fetches their results: 10,000 of them, 20 KB each
+// (200 MB if all were kept). The store keeps what its limits allow and memory stays flat.
+class McpTasksMemoryTest : public McpTasksTest {
+ protected:
+  static TaskLimits Limits() {
+    TaskLimits limits;
+    limits.max_tasks = 1000;
+    limits.max_running_per_caller = 10'000;  // the flood is of results here, not of runs
+    limits.max_result_bytes = 8u << 20;
+    return limits;
+  }
+  McpTasksMemoryTest() : McpTasksTest(Limits()) {}
+};
+
+TEST_F(McpTasksMemoryTest, TenThousandUnfetchedResultsStayWithinTheLimits) {
+  auto session = NewSession();
+  const std::string padding(20'000, 'p');
+  long rss_after_first = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    const std::string id = StartTask(*session, "job", {{"pad", padding}});
+    ASSERT_FALSE(id.empty()) << i;
+    if (i == 999) rss_after_first = RssKib();
+  }
+  pool_.Drain();
+  const TaskStore::Stats stats = server_.Tasks().GetStats();
+  EXPECT_LE(stats.kept, 1000u);
+  EXPECT_LE(stats.result_bytes, size_t{8} << 20);
+  EXPECT_EQ(stats.created, 10'000u);
+  EXPECT_GE(stats.dropped, 9'000u);
+  const long growth_kib = RssKib() - rss_after_first;
+  RecordProperty("rss_growth_kib_after_1000", static_cast<int>(growth_kib));
+  EXPECT_LT(growth_kib, 32 * 1024) << "memory grew with the tasks left unfetched";
+}
+
+}  // namespace
+}  // namespace mcpexec::mcp
