@@ -114,6 +114,7 @@ int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& 
   sigwait(&stop_signals, &signal_number);
   log::Info("stopping", {{"signal", signal_number}});
   http.Stop();
+  server.Tasks().CancelAll();  // the stateless credential's tasks belong to no session
   pool.Drain();
   return 0;
 }
@@ -241,6 +242,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   if (config->transport == config::Transport::kStdio) {
     auto served = mcp::ServeStdio(server, STDIN_FILENO, STDOUT_FILENO,
                                   config::MaxMessageBytes(*config));
+    server.Tasks().CancelAll();
     pool.Drain();  // the cancelled calls end before the server they belong to
     if (!served.ok()) {
       log::Error("stdio transport failed", {{"error", served.error().message}});

@@ -404,6 +404,10 @@ json ExecTool::CallInSession(const std::string& handle, const std::string& reque
                {"limits_backend", run.limits_backend}});
   if (call->ended) meta["session_ended"] = *call->ended;
   log::Info("exec", meta);
+  // Closing a session stops the call running in it: as a task, the call ends cancelled.
+  if (call->ended == "closed" && context.mark_cancelled) {
+    context.mark_cancelled("its session was closed while it ran");
+  }
   if (cancelled) return mcp::ToolError("cancelled");
   json fields = call_fields;
   fields.update({{"environment", environment},

@@ -15,6 +15,10 @@ class MessageSink {
   // thread (tool calls finish on worker threads); implementations must be thread-safe and must
   // not block for long (a slow client must not stall a worker: buffer or drop and close).
   virtual void Send(const nlohmann::json& message, bool final) = 0;
+  // Whether messages sent after the final response still reach the client: true for a stream
+  // that outlives its requests (stdio, legacy SSE), false for one request's reply (Streamable
+  // HTTP), which drops them. A task keeps its creating request's sink only when it is.
+  virtual bool OpenAfterFinal() const { return false; }
 };
 
 }  // namespace mcpexec::mcp

@@ -220,6 +220,20 @@ Handled Session::CallTool(const jsonrpc::Request& request, Sink sink, const Call
     return Handled::kResponding;
   }
   auto& [tool, arguments] = std::get<ToolTarget>(target);
+  if (era.stateless) {
+    // SEP-2322: a tool may first ask for input; the client retries with inputResponses.
+    const json responses = request.params.value("inputResponses", json());
+    if (!responses.is_null() && !responses.is_object()) {
+      return Reply(sink, jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
+                                            "tools/call params.inputResponses must be an object"));
+    }
+    const json needed = tool->InputNeeded(arguments, responses);
+    if (needed.is_object() && !needed.empty()) {
+      json result = Stateless({{"inputRequests", needed}});
+      result["resultType"] = "input_required";
+      return Reply(sink, jsonrpc::MakeResult(request.id, std::move(result)));
+    }
+  }
   auto mode = CallMode(request, *tool, era);
   if (auto* error = std::get_if<json>(&mode)) {
     sink->Send(*error, true);
@@ -284,6 +298,7 @@ ToolCallContext Session::ContextFor(const jsonrpc::Request& request, const Sink&
   context.caller = caller_;
   context.request_id = IdKey(request.id);
   context.cancel_fd = flight->cancel.Get();
+  if (era.stateless) context.input_responses = params.value("inputResponses", json());
   const json token = params.contains("_meta") && params["_meta"].is_object()
                          ? params["_meta"].value("progressToken", json())
                          : json();

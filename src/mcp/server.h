@@ -124,9 +124,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // The method `name` of the era (stateless or not), or nullptr when that era has none.
   static const Method* FindMethod(std::string_view name, bool stateless);
   // The capabilities object initialize (for `version`) and server/discover (stateless) announce:
-  // one entry for each capability a method of the table belongs to, and tasks where the
+  // one entry for each capability a method of the table belongs to, and `tasks` where the
   // revision has them.
-  static nlohmann::json Capabilities(bool stateless, std::string_view version);
+  static nlohmann::json Capabilities(bool stateless, std::string_view version, bool tasks);
 
   // Sends `message` as the final reply to a request.
   static Handled Reply(const Sink& sink, const nlohmann::json& message);
@@ -168,7 +168,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // era has tasks and, stateless, that the request declared the extension.
   std::variant<std::shared_ptr<Task>, nlohmann::json> FindTask(const jsonrpc::Request& request,
                                                                const CallEra& era);
-  // Whether this session's handshake revision has tasks (2025-11-25).
+  // Whether this session's handshake revision has tasks (2025-11-25), and they are on.
   bool HandshakeTasks() const;
 
   // The steps of CallTool. The tool and the arguments the request names, or the error to

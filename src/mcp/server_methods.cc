@@ -63,11 +63,12 @@ Handled Session::Reply(const Sink& sink, const json& message) {
   return Handled::kResponding;
 }
 
-json Session::Capabilities(bool stateless, std::string_view version) {
+json Session::Capabilities(bool stateless, std::string_view version, bool tasks) {
   json capabilities = json::object();
   for (const Method& m : Methods()) {
     if (m.capability != nullptr) capabilities[m.capability] = CapabilityValue(m.capability);
   }
+  if (!tasks) return capabilities;
   if (stateless) {
     capabilities["extensions"][std::string(kTasksExtension)] = json::object();
   } else if (version == kTasksProtocolVersion) {
@@ -110,7 +111,7 @@ Handled Session::Initialize(const jsonrpc::Request& request, Sink sink, const Ca
              {"client", client.is_object() ? client.value("name", json("")) : json("")}});
   json result = {
       {"protocolVersion", version},
-      {"capabilities", Capabilities(false, version)},
+      {"capabilities", Capabilities(false, version, server_.Tasks().Enabled())},
       {"serverInfo", {{"name", server_.Info().name}, {"version", server_.Info().version}}},
   };
   if (!server_.Info().instructions.empty()) result["instructions"] = server_.Info().instructions;
@@ -124,7 +125,7 @@ Handled Session::Ping(const jsonrpc::Request& request, Sink sink, const CallEra&
 Handled Session::Discover(const jsonrpc::Request& request, Sink sink, const CallEra&) {
   json result = {
       {"supportedVersions", AllProtocolVersions()},
-      {"capabilities", Capabilities(true, "")},
+      {"capabilities", Capabilities(true, "", server_.Tasks().Enabled())},
       {"ttlMs", kCacheTtlMs},
       {"cacheScope", "public"},
   };

@@ -4,8 +4,9 @@
 //     pages the caller's tasks, tasks/cancel answers the cancelled Task.
 //   Stateless (the io.modelcontextprotocol/tasks extension, declared in each request's
 //     _meta client capabilities): the server decides; a task-capable tool's call answers a flat
-//     {resultType: "task", taskId, ...}; tasks/get inlines the result or error once ended;
-//     tasks/cancel and tasks/update answer an empty {resultType: "complete"}.
+//     {resultType: "task", taskId, ...}; tasks/get inlines the result or error once ended, or
+//     the input the run waits for; tasks/update answers it; tasks/cancel and tasks/update
+//     answer an empty {resultType: "complete"}.
 // In both, tasks/cancel answers only once the run has stopped: every process of it is dead.
 #include <ctime>
 
@@ -51,6 +52,8 @@ json DetailedTask(const TaskView& view) {
     task["result"] = view.payload;
   } else if (view.status == TaskStatus::kFailed) {
     task["error"] = view.payload;
+  } else if (view.status == TaskStatus::kInputRequired) {
+    task["inputRequests"] = view.input_requests;
   }
   return task;
 }
@@ -69,13 +72,24 @@ json PayloadResponse(const jsonrpc::Id& id, const TaskView& view) {
   return jsonrpc::MakeResult(id, std::move(result));
 }
 
+// Requests that wait for a task's end hold a reply each: a few per task are enough.
+json TooManyWaiters(const jsonrpc::Id& id) {
+  return jsonrpc::MakeError(id, jsonrpc::kInvalidRequest,
+                            std::to_string(TaskStore::kMaxWaiters) +
+                                " requests already wait for this task; wait for one to answer");
+}
+
 }  // namespace
 
-bool Session::HandshakeTasks() const { return ProtocolVersion() == kTasksProtocolVersion; }
+bool Session::HandshakeTasks() const {
+  return server_.Tasks().Enabled() && ProtocolVersion() == kTasksProtocolVersion;
+}
 
 std::variant<Session::PlainCall, Session::TaskCall, json> Session::CallMode(
     const jsonrpc::Request& request, const Tool& tool, const CallEra& era) const {
-  const TaskSupport support = server_.Tasks().Enabled() ? tool.Tasks() : TaskSupport::kForbidden;
+  const TaskSupport support = tool.Tasks();
+  // Turned off, tasks are not announced: task metadata is ignored and every call runs plainly.
+  if (!server_.Tasks().Enabled()) return PlainCall{};
   if (era.stateless) {
     // The server decides: every call of a task-capable tool is a task for a client that
     // declared the extension. params.task is a 2025-11-25 field: ignored here.
@@ -103,9 +117,7 @@ std::variant<Session::PlainCall, Session::TaskCall, json> Session::CallMode(
   }
   if (support == TaskSupport::kForbidden) {
     return jsonrpc::MakeError(request.id, jsonrpc::kMethodNotFound,
-                              server_.Tasks().Enabled()
-                                  ? "tool " + tool.Name() + " does not run as a task"
-                                  : "tasks are turned off in this server (MCP_EXEC_MAX_TASKS=0)");
+                              "tool " + tool.Name() + " does not run as a task");
   }
   TaskCall call;
   const auto ttl = task->find("ttl");
@@ -131,11 +143,21 @@ Handled Session::StartTask(Tool* tool, json arguments, const TaskCall& call,
     return Reply(sink, jsonrpc::MakeResult(request.id, std::move(refused)));
   }
   std::shared_ptr<Task> task = std::move(*created);
+  // A connection that closed meanwhile has had its tasks dropped; this one would be out of reach.
+  if (closed_.load()) {
+    store.Discard(task);
+    return Handled::kNoResponse;
+  }
   ToolCallContext context;
   context.session_id = id_;
   context.caller = caller_;
   context.request_id = "task:" + task->Id().substr(0, 8);
   context.cancel_fd = task->CancelFd();
+  context.mark_cancelled = [task](const std::string& why) { TaskStore::MarkCancelled(task, why); };
+  if (era.stateless) {
+    context.input_responses = request.params.value("inputResponses", json());
+    context.request_input = [task](const json& requests) { return task->AwaitInput(requests); };
+  }
   // 2025-11-25: the call's progress token stays valid for the task's life, and its messages
   // carry the task's id. The stateless extension has no notifications for a task's run.
   if (!era.stateless) {
@@ -205,8 +227,9 @@ Handled Session::StartTask(Tool* tool, json arguments, const TaskCall& call,
   }
   Reply(sink, jsonrpc::MakeResult(request.id, {{"task", TaskFields(view, false)}}));
   // The run's notifications follow the handle, never precede it: until now they had nowhere to
-  // go. A tasks/result that already waits keeps them.
-  task->SetNotificationSinkIfNone(sink);
+  // go. A tasks/result that already waits keeps them. A Streamable HTTP reply ends with the
+  // handle: its queue is not kept (it counts against the session's open requests).
+  if (sink->OpenAfterFinal()) task->SetNotificationSinkIfNone(sink);
   return Handled::kResponding;
 }
 
@@ -251,10 +274,11 @@ Handled Session::TasksResult(const jsonrpc::Request& request, Sink sink, const C
   auto task = std::get<std::shared_ptr<Task>>(found);
   // Waits without a thread: the answer goes out when the run ends. Meanwhile the run's
   // notifications follow this request, whose stream stays open until then.
-  task->SetNotificationSink(sink);
-  server_.Tasks().WhenDone(task, [sink, id = request.id](const TaskView& view) {
+  const bool waiting = server_.Tasks().WhenDone(task, [sink, id = request.id](const TaskView& view) {
     sink->Send(PayloadResponse(id, view), true);
   });
+  if (!waiting) return Reply(sink, TooManyWaiters(request.id));
+  task->SetNotificationSink(sink);
   return Handled::kResponding;
 }
 
@@ -287,6 +311,7 @@ Handled Session::TasksCancel(const jsonrpc::Request& request, Sink sink, const C
   if (auto* error = std::get_if<json>(&found)) return Reply(sink, *error);
   auto task = std::get<std::shared_ptr<Task>>(found);
   TaskStore& store = server_.Tasks();
+  if (!store.HasRoomToWait(task)) return Reply(sink, TooManyWaiters(request.id));
   if (!store.RequestCancel(task)) {
     // Ended already. 2025-11-25 says so; the extension acknowledges a cancel of an ended task
     // as it does any other.
@@ -299,10 +324,12 @@ Handled Session::TasksCancel(const jsonrpc::Request& request, Sink sink, const C
   log::Info("task cancel requested", {{"session", id_}, {"task", "task:" + task->Id().substr(0, 8)}});
   // The answer waits for the run to return: its processes are dead by then.
   auto self = shared_from_this();
-  store.WhenDone(task, [self, sink, id = request.id, stateless = era.stateless](const TaskView& view) {
-    json result = stateless ? self->Stateless(json::object()) : TaskFields(view, false);
-    sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
-  });
+  const bool waiting = store.WhenDone(
+      task, [self, sink, id = request.id, stateless = era.stateless](const TaskView& view) {
+        json result = stateless ? self->Stateless(json::object()) : TaskFields(view, false);
+        sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
+      });
+  if (!waiting) return Reply(sink, TooManyWaiters(request.id));
   return Handled::kResponding;
 }
 
@@ -315,8 +342,8 @@ Handled Session::TasksUpdate(const jsonrpc::Request& request, Sink sink, const C
     return Reply(sink, jsonrpc::MakeError(request.id, jsonrpc::kInvalidParams,
                                           "tasks/update needs params.inputResponses (an object)"));
   }
-  // exec's runs never ask the client for input: there is no outstanding key to fulfil, and keys
-  // that are not outstanding are ignored.
+  // Keys the run does not wait for are ignored; the run resumes once none is left.
+  std::get<std::shared_ptr<Task>>(found)->Answer(responses);
   return Reply(sink, jsonrpc::MakeResult(request.id, Stateless(json::object())));
 }
 

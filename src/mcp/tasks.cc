@@ -13,6 +13,8 @@ const char* TaskStatusName(TaskStatus status) {
   switch (status) {
     case TaskStatus::kWorking:
       return "working";
+    case TaskStatus::kInputRequired:
+      return "input_required";
     case TaskStatus::kCompleted:
       return "completed";
     case TaskStatus::kFailed:
@@ -21,6 +23,10 @@ const char* TaskStatusName(TaskStatus status) {
       return "cancelled";
   }
   return "failed";
+}
+
+bool IsTerminal(TaskStatus status) {
+  return status != TaskStatus::kWorking && status != TaskStatus::kInputRequired;
 }
 
 bool Task::CancelRequested() const {
@@ -40,12 +46,39 @@ std::shared_ptr<MessageSink> Task::NotificationSink() const {
 
 void Task::SetNotificationSink(std::shared_ptr<MessageSink> sink) {
   std::lock_guard lock(mu_);
-  notify_ = std::move(sink);
+  if (!IsTerminal(view_.status)) notify_ = std::move(sink);
 }
 
 void Task::SetNotificationSinkIfNone(std::shared_ptr<MessageSink> sink) {
   std::lock_guard lock(mu_);
-  if (!notify_ && view_.status == TaskStatus::kWorking) notify_ = std::move(sink);
+  if (!notify_ && !IsTerminal(view_.status)) notify_ = std::move(sink);
+}
+
+std::optional<nlohmann::json> Task::AwaitInput(const nlohmann::json& requests) {
+  std::unique_lock lock(mu_);
+  if (cancel_requested_ || IsTerminal(view_.status)) return std::nullopt;
+  view_.status = TaskStatus::kInputRequired;
+  view_.updated = std::chrono::system_clock::now();
+  view_.input_requests = requests;
+  answers_ = nlohmann::json::object();
+  input_cv_.wait(lock, [&] { return cancel_requested_ || view_.input_requests.empty(); });
+  view_.input_requests = nullptr;
+  if (cancel_requested_) return std::nullopt;
+  view_.status = TaskStatus::kWorking;
+  view_.updated = std::chrono::system_clock::now();
+  return std::exchange(answers_, nlohmann::json::object());
+}
+
+void Task::Answer(const nlohmann::json& responses) {
+  std::lock_guard lock(mu_);
+  if (view_.status != TaskStatus::kInputRequired || !responses.is_object()) return;
+  for (const auto& [key, value] : responses.items()) {
+    if (!view_.input_requests.contains(key)) continue;
+    answers_[key] = value;
+    view_.input_requests.erase(key);
+  }
+  view_.updated = std::chrono::system_clock::now();
+  if (view_.input_requests.empty()) input_cv_.notify_all();
 }
 
 TaskStore::TaskStore(TaskLimits limits) : limits_(limits) {}
@@ -71,7 +104,8 @@ Result<std::shared_ptr<Task>> TaskStore::Create(const std::string& owner,
 
   std::lock_guard lock(mu_);
   if (!Enabled()) return MakeError(ErrorCode::kFailedPrecondition, "tasks are turned off");
-  size_t& mine = running_by_owner_[owner];
+  auto running = running_by_owner_.find(owner);
+  const size_t mine = running == running_by_owner_.end() ? 0 : running->second;
   if (mine >= limits_.max_running_per_caller) {
     ++refused_;
     return MakeError(ErrorCode::kResourceExhausted,
@@ -87,7 +121,7 @@ Result<std::shared_ptr<Task>> TaskStore::Create(const std::string& owner,
                          " in the server (MCP_EXEC_MAX_TASKS); try again when one has ended");
   }
   task->seq_ = ++created_;
-  ++mine;
+  ++running_by_owner_[owner];
   ++running_;
   tasks_.emplace(task->id_, task);
   order_.push_back(task->id_);
@@ -102,58 +136,88 @@ std::shared_ptr<Task> TaskStore::Find(const std::string& owner, const std::strin
   return it->second;
 }
 
+bool TaskStore::EndLocked(Task& task, TaskStatus status, nlohmann::json payload, size_t bytes,
+                          Ended& ended) {
+  {
+    std::lock_guard task_lock(task.mu_);
+    if (IsTerminal(task.view_.status)) return false;
+    if (task.cancel_requested_) status = TaskStatus::kCancelled;
+    task.view_.status = status;
+    task.view_.updated = std::chrono::system_clock::now();
+    if (status == TaskStatus::kCancelled && task.view_.status_message == "cancelling") {
+      task.view_.status_message = "cancelled by the client";
+    }
+    task.payload_bytes_ = bytes;
+    task.ended_steady_ = std::chrono::steady_clock::now();
+    task.view_.payload = std::move(payload);
+    task.view_.input_requests = nullptr;
+    task.notify_.reset();
+    ended.callbacks.swap(task.on_done_);
+    ended.view = task.view_;
+  }
+  auto owner = running_by_owner_.find(task.owner_);
+  if (owner != running_by_owner_.end() && --owner->second == 0) running_by_owner_.erase(owner);
+  --running_;
+  return true;
+}
+
 void TaskStore::Finish(const std::shared_ptr<Task>& task, TaskStatus status,
                        nlohmann::json payload) {
-  std::vector<std::function<void(const TaskView&)>> callbacks;
-  TaskView view;
+  // Measured before the locks: a large result takes a while, and text that is not UTF-8 must
+  // not throw half-way through.
+  const size_t bytes =
+      payload.is_null()
+          ? 0
+          : payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+  Ended ended;
   {
     std::lock_guard lock(mu_);
-    {
-      std::lock_guard task_lock(task->mu_);
-      if (task->view_.status != TaskStatus::kWorking) return;
-      if (task->cancel_requested_) status = TaskStatus::kCancelled;
-      task->view_.status = status;
-      task->view_.updated = std::chrono::system_clock::now();
-      if (status == TaskStatus::kCancelled) task->view_.status_message = "cancelled by the client";
-      task->payload_bytes_ = payload.is_null() ? 0 : payload.dump().size();
-      task->view_.payload = std::move(payload);
-      task->notify_.reset();
-      callbacks.swap(task->on_done_);
-      view = task->view_;
-    }
-    auto owner = running_by_owner_.find(task->owner_);
-    if (owner != running_by_owner_.end() && --owner->second == 0) running_by_owner_.erase(owner);
-    --running_;
+    if (!EndLocked(*task, status, std::move(payload), bytes, ended)) return;
     // A task forgotten while it ran (DropOwner) is not kept.
     if (tasks_.count(task->id_) != 0) {
-      result_bytes_ += task->payload_bytes_;
+      result_bytes_ += bytes;
       Evict(false);
     }
   }
-  for (auto& done : callbacks) done(view);
+  for (auto& done : ended.callbacks) done(ended.view);
 }
 
-void TaskStore::WhenDone(const std::shared_ptr<Task>& task,
+bool TaskStore::WhenDone(const std::shared_ptr<Task>& task,
                          std::function<void(const TaskView&)> done) {
   TaskView view;
   {
     std::lock_guard lock(task->mu_);
-    if (task->view_.status == TaskStatus::kWorking) {
+    if (!IsTerminal(task->view_.status)) {
+      if (task->on_done_.size() >= kMaxWaiters) return false;
       task->on_done_.push_back(std::move(done));
-      return;
+      return true;
     }
     view = task->view_;
   }
   done(view);
+  return true;
+}
+
+void TaskStore::MarkCancelled(const std::shared_ptr<Task>& task, const std::string& why) {
+  std::lock_guard lock(task->mu_);
+  if (IsTerminal(task->view_.status)) return;
+  task->cancel_requested_ = true;
+  task->view_.status_message = why;
+}
+
+bool TaskStore::HasRoomToWait(const std::shared_ptr<Task>& task) const {
+  std::lock_guard lock(task->mu_);
+  return task->on_done_.size() < kMaxWaiters;
 }
 
 bool TaskStore::RequestCancel(const std::shared_ptr<Task>& task) {
   {
     std::lock_guard lock(task->mu_);
-    if (task->view_.status != TaskStatus::kWorking) return false;
+    if (IsTerminal(task->view_.status)) return false;
     if (task->cancel_requested_) return true;
     task->cancel_requested_ = true;
     task->view_.status_message = "cancelling";
+    task->input_cv_.notify_all();
   }
   const uint64_t one = 1;
   (void)!write(task->cancel_.Get(), &one, sizeof one);
@@ -204,17 +268,25 @@ void TaskStore::DropOwner(const std::string& owner) {
 }
 
 void TaskStore::Discard(const std::shared_ptr<Task>& task) {
-  std::lock_guard lock(mu_);
+  Ended ended;
   {
-    std::lock_guard task_lock(task->mu_);
-    if (task->view_.status != TaskStatus::kWorking) return;
-    task->view_.status = TaskStatus::kFailed;
+    std::lock_guard lock(mu_);
+    if (!EndLocked(*task, TaskStatus::kFailed,
+                   {{"code", -32603}, {"message", "the task's run could not start"}}, 0, ended)) {
+      return;
+    }
+    tasks_.erase(task->id_);
   }
-  auto owner = running_by_owner_.find(task->owner_);
-  if (owner != running_by_owner_.end() && --owner->second == 0) running_by_owner_.erase(owner);
-  --running_;
-  auto it = tasks_.find(task->id_);
-  if (it != tasks_.end()) tasks_.erase(it);
+  for (auto& done : ended.callbacks) done(ended.view);
+}
+
+void TaskStore::CancelAll() {
+  std::vector<std::shared_ptr<Task>> all;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, task] : tasks_) all.push_back(task);
+  }
+  for (const auto& task : all) RequestCancel(task);
 }
 
 TaskStore::Stats TaskStore::GetStats() const {
@@ -225,7 +297,7 @@ TaskStore::Stats TaskStore::GetStats() const {
 void TaskStore::Forget(std::map<std::string, std::shared_ptr<Task>>::iterator it, bool early) {
   {
     std::lock_guard task_lock(it->second->mu_);
-    if (it->second->view_.status != TaskStatus::kWorking) {
+    if (IsTerminal(it->second->view_.status)) {
       result_bytes_ -= it->second->payload_bytes_;
     }
   }
@@ -244,12 +316,15 @@ void TaskStore::Evict(bool need_slot) {
     }
     Task& task = *it->second;
     bool ended;
+    std::chrono::steady_clock::time_point ended_at;
     {
       std::lock_guard task_lock(task.mu_);
-      ended = task.view_.status != TaskStatus::kWorking;
+      ended = IsTerminal(task.view_.status);
+      ended_at = task.ended_steady_;
     }
     const bool expired =
-        now - task.created_steady_ >= std::chrono::milliseconds(task.view_.ttl_ms);
+        now - task.created_steady_ >= std::chrono::milliseconds(task.view_.ttl_ms) &&
+        now - ended_at >= std::chrono::milliseconds(limits_.min_ttl_ms);
     const bool over = (need_slot && tasks_.size() >= limits_.max_tasks) ||
                       result_bytes_ > limits_.max_result_bytes;
     if (ended && (expired || over)) {

@@ -26,9 +26,12 @@
 
 namespace mcpexec::mcp {
 
-enum class TaskStatus { kWorking, kCompleted, kFailed, kCancelled };
+// kInputRequired: the run waits for the client's answers (tasks/update; the stateless era).
+enum class TaskStatus { kWorking, kInputRequired, kCompleted, kFailed, kCancelled };
 
 const char* TaskStatusName(TaskStatus status);
+// Completed, failed or cancelled: the status never changes again.
+bool IsTerminal(TaskStatus status);
 
 struct TaskLimits {
   // Tasks kept at once, running or finished (MCP_EXEC_MAX_TASKS). Finished ones are dropped,
@@ -40,7 +43,8 @@ struct TaskLimits {
   size_t max_result_bytes = 256u << 20;
   // The longest and the default time a task is kept after its creation (MCP_EXEC_TASK_TTL_S).
   int64_t max_ttl_ms = 3600 * 1000;
-  // A requested TTL below this is raised to it: a task must live long enough to be polled once.
+  // A requested TTL below this is raised to it, and an ended task is kept at least this long
+  // after its end: long enough to be polled once.
   int64_t min_ttl_ms = 10 * 1000;
   int64_t poll_interval_ms = 1000;
 };
@@ -57,6 +61,8 @@ struct TaskView {
   // kCompleted and kCancelled: the CallToolResult (null when a cancelled run left none).
   // kFailed: a JSON-RPC error object {code, message}.
   nlohmann::json payload;
+  // kInputRequired: the requests not answered yet, by key ({key: {method, params}}).
+  nlohmann::json input_requests;
 };
 
 class TaskStore;
@@ -72,11 +78,20 @@ class Task {
   TaskView View() const;
 
   // Where the run's notifications (progress, log messages) go: the sink of the request that
-  // made the task, until a request that waits for it (tasks/result) offers its own. Null when
-  // there is nowhere to send them.
+  // made the task when it outlives its response, until a request that waits for the task
+  // (tasks/result) offers its own. Null when there is nowhere to send them, and once the task
+  // has ended (nothing keeps a request's reply queue alive past it).
   std::shared_ptr<MessageSink> NotificationSink() const;
   void SetNotificationSink(std::shared_ptr<MessageSink> sink);
   void SetNotificationSinkIfNone(std::shared_ptr<MessageSink> sink);
+
+  // Called by the run: shows `requests` ({key: {method, params}}) to the client as
+  // input_required and waits until every key has an answer (Answer). Returns the answers by key,
+  // or nullopt when the task is cancelled meanwhile.
+  std::optional<nlohmann::json> AwaitInput(const nlohmann::json& requests);
+  // The client's answers (tasks/update): each key still awaited is taken, others are ignored.
+  // The run resumes once none is left.
+  void Answer(const nlohmann::json& responses);
 
  private:
   friend class TaskStore;
@@ -85,9 +100,12 @@ class Task {
   UniqueFd cancel_;    // eventfd
   uint64_t seq_ = 0;  // creation order: the list cursor
   std::chrono::steady_clock::time_point created_steady_;
+  std::chrono::steady_clock::time_point ended_steady_;  // under mu_, once terminal
 
   mutable std::mutex mu_;
+  std::condition_variable input_cv_;  // AwaitInput's: answered or cancelled
   TaskView view_;
+  nlohmann::json answers_;  // for the keys of view_.input_requests answered so far
   bool cancel_requested_ = false;
   size_t payload_bytes_ = 0;
   std::shared_ptr<MessageSink> notify_;
@@ -119,12 +137,19 @@ class TaskStore {
   void Finish(const std::shared_ptr<Task>& task, TaskStatus status, nlohmann::json payload);
 
   // Calls `done` with the task's terminal view: at once when it has ended, else when it ends
-  // (on the thread that ends it). Never blocks.
-  void WhenDone(const std::shared_ptr<Task>& task, std::function<void(const TaskView&)> done);
+  // (on the thread that ends it). Never blocks. False, and `done` dropped, when kMaxWaiters
+  // requests wait for the task already.
+  static constexpr size_t kMaxWaiters = 8;
+  bool WhenDone(const std::shared_ptr<Task>& task, std::function<void(const TaskView&)> done);
+  // Whether WhenDone would take one more waiter now.
+  bool HasRoomToWait(const std::shared_ptr<Task>& task) const;
 
   // Asks a running task's run to stop (its cancel fd becomes readable); the task ends
   // kCancelled when the run returns. False when the task had ended already.
   bool RequestCancel(const std::shared_ptr<Task>& task);
+  // The run was stopped by something else (ToolCallContext::mark_cancelled): the task ends
+  // kCancelled, with `why` as its status message, when the run returns.
+  static void MarkCancelled(const std::shared_ptr<Task>& task, const std::string& why);
 
   // One page of `owner`'s tasks, oldest first, from `cursor` (empty: the start). Sets
   // `next_cursor` (empty when there is no more). False when `cursor` is not one this store gave.
@@ -133,6 +158,8 @@ class TaskStore {
 
   // Cancels and forgets every task of `owner` (its connection or protocol session is gone).
   void DropOwner(const std::string& owner);
+  // Asks every running task to stop: the server is stopping.
+  void CancelAll();
 
   struct Stats {
     size_t kept = 0;
@@ -145,6 +172,15 @@ class TaskStore {
   Stats GetStats() const;
 
  private:
+  // What ending a task leaves to do once the locks are released.
+  struct Ended {
+    std::vector<std::function<void(const TaskView&)>> callbacks;
+    TaskView view;
+  };
+  // With mu_ held: ends a running task with `status` (kCancelled when its cancellation was
+  // asked) and `payload` of `bytes`; false when it had ended already.
+  bool EndLocked(Task& task, TaskStatus status, nlohmann::json payload, size_t bytes,
+                 Ended& ended);
   // With mu_ held: drops terminal tasks past their TTL, then the oldest terminal ones while
   // `need_slot` (one more task must fit) or the result bytes exceed the limit.
   void Evict(bool need_slot);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "mcp/log_level.h"
@@ -27,6 +28,16 @@ struct ToolCallContext {
   // client may change its level while the call runs); otherwise does nothing. `data` is sent
   // as a string. Empty when there is no client session (tests).
   std::function<void(LogLevel level, const std::string& logger, const std::string& data)> log;
+  // The stateless era (SEP-2322): params.inputResponses of a tools/call retried with the input
+  // InputNeeded asked for; null otherwise.
+  nlohmann::json input_responses;
+  // In a task of the stateless era: shows `requests` ({key: {method, params}}) to the client as
+  // the task's input_required, and waits for its tasks/update answers; returns them by key, or
+  // nullopt when the task is cancelled meanwhile. Empty elsewhere. exec never asks.
+  std::function<std::optional<nlohmann::json>(const nlohmann::json& requests)> request_input;
+  // The call was stopped by something other than its client (its exec session was closed): a
+  // task of it ends cancelled, with `why` as its status message. Empty outside tasks.
+  std::function<void(const std::string& why)> mark_cancelled;
 };
 
 // Whether a call of the tool may run as a task (tasks.h): 2025-11-25's execution.taskSupport.
@@ -39,6 +50,13 @@ class Tool {
   // The tools/list entry: name, description, inputSchema, outputSchema, annotations.
   virtual nlohmann::json Definition() const = 0;
   virtual TaskSupport Tasks() const { return TaskSupport::kForbidden; }
+  // The stateless era (SEP-2322): what the call needs from the client before it runs or becomes
+  // a task, as an inputRequests map ({key: {method, params}}), given the answers it has
+  // (`input_responses`, null on the first round); null when it needs nothing.
+  virtual nlohmann::json InputNeeded(const nlohmann::json& /*arguments*/,
+                                     const nlohmann::json& /*input_responses*/) const {
+    return nullptr;
+  }
   // Runs the call and returns a CallToolResult. Invalid arguments and failures to run are
   // results with isError: true, never exceptions. Called on a worker thread; may block.
   virtual nlohmann::json Call(const nlohmann::json& arguments, const ToolCallContext& context) = 0;

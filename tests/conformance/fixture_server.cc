@@ -6,6 +6,9 @@
 //   slow_compute {seconds, label} may be a task: waits `seconds` (cancellable), then answers
 //   failing_job {}               only as a task: a tool error after about 1 s
 //   protocol_error_job {}        may be a task: the tool fails (an exception), the task "failed"
+//   confirm_delete {filename}    may be a task: asks the client one question mid-task
+//   multi_input {}               may be a task: asks two at once
+//   test_tool_with_task {}       may be a task: asks for a name before it runs (SEP-2322 rounds)
 #include <poll.h>
 
 #include <CLI/CLI.hpp>
@@ -92,6 +95,65 @@ class ProtocolErrorJob : public FixtureTool {
   }
 };
 
+// An elicitation request with one field of `type`, as inputRequests holds it.
+json Ask(const std::string& message, const std::string& field, const std::string& type) {
+  const json schema = {{"type", "object"},
+                       {"properties", {{field, {{"type", type}}}}},
+                       {"required", json::array({field})}};
+  return {{"method", "elicitation/create"},
+          {"params", {{"mode", "form"}, {"message", message}, {"requestedSchema", schema}}}};
+}
+
+// What the client answered for `key`, field `field` of its content, as text.
+std::string Answered(const json& answers, const std::string& key, const std::string& field) {
+  const json* content = nullptr;
+  if (answers.is_object() && answers.contains(key) && answers[key].is_object() &&
+      answers[key].contains("content")) {
+    content = &answers[key]["content"];
+  }
+  if (content == nullptr || !content->is_object() || !content->contains(field)) return "(none)";
+  const json& value = (*content)[field];
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+class ConfirmDelete : public FixtureTool {
+ public:
+  ConfirmDelete()
+      : FixtureTool("confirm_delete", TaskSupport::kOptional, {{"filename", {{"type", "string"}}}}) {}
+  json Call(const json& arguments, const ToolCallContext& context) override {
+    if (!context.request_input) return mcpexec::mcp::ToolError("confirm_delete asks as a task only");
+    const std::string file = arguments.value("filename", std::string("?"));
+    auto answers = context.request_input({{"confirm", Ask("Delete " + file + "?", "confirm", "boolean")}});
+    if (!answers) return mcpexec::mcp::ToolError("cancelled");
+    return Text("confirm for " + file + ": " + Answered(*answers, "confirm", "confirm"));
+  }
+};
+
+class MultiInput : public FixtureTool {
+ public:
+  MultiInput() : FixtureTool("multi_input", TaskSupport::kOptional, json::object()) {}
+  json Call(const json&, const ToolCallContext& context) override {
+    if (!context.request_input) return mcpexec::mcp::ToolError("multi_input asks as a task only");
+    auto answers = context.request_input({{"name", Ask("Your name?", "name", "string")},
+                                          {"confirm", Ask("Go on?", "confirm", "boolean")}});
+    if (!answers) return mcpexec::mcp::ToolError("cancelled");
+    return Text("name " + Answered(*answers, "name", "name") + ", confirm " +
+                Answered(*answers, "confirm", "confirm"));
+  }
+};
+
+class ToolWithTask : public FixtureTool {
+ public:
+  ToolWithTask() : FixtureTool("test_tool_with_task", TaskSupport::kOptional, json::object()) {}
+  json InputNeeded(const json&, const json& responses) const override {
+    if (responses.is_object() && responses.contains("user_name")) return nullptr;
+    return {{"user_name", Ask("Your name?", "name", "string")}};
+  }
+  json Call(const json&, const ToolCallContext& context) override {
+    return Text("Hello, " + Answered(context.input_responses, "user_name", "name") + "!");
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,7 +167,9 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   options.extra_tools = {std::make_shared<Greet>(), std::make_shared<SlowCompute>(),
-                         std::make_shared<FailingJob>(), std::make_shared<ProtocolErrorJob>()};
+                         std::make_shared<FailingJob>(), std::make_shared<ProtocolErrorJob>(),
+                         std::make_shared<ConfirmDelete>(), std::make_shared<MultiInput>(),
+                         std::make_shared<ToolWithTask>()};
   const int status =
       mcpexec::cli::ServeCommand(mcpexec::cli::kDefaultRootfs, "conformance-fixtures", options);
   mcpexec::sandbox::Teardown::Shared().Drain();

@@ -21,6 +21,7 @@ namespace mcpexec::mcp {
 
 class RecordingSink : public MessageSink {
  public:
+  bool OpenAfterFinal() const override { return true; }  // as stdio
   void Send(const nlohmann::json& message, bool final) override {
     std::lock_guard lock(mu_);
     messages_.push_back(message);
@@ -56,7 +57,9 @@ class RecordingSink : public MessageSink {
 // Echoes its arguments. {"progress_steps": N} reports progress N times first; {"block": true}
 // makes it wait until it is cancelled or Release()d, after counting itself in WaitStarted(),
 // then report {"progress_after": N} more;
-// {"log": [{"level", "logger", "data"}, ...]} then sends those through context.log.
+// {"log": [{"level", "logger", "data"}, ...]} then sends those through context.log;
+// {"ask": {key: request, ...}} asks the client through context.request_input (counted in
+// WaitStarted) and echoes the answers.
 // Its name and whether it runs as a task are the constructor's.
 class FakeTool : public Tool {
  public:
@@ -91,7 +94,27 @@ class FakeTool : public Tool {
         context.log(*level, line["logger"].get<std::string>(), line["data"].get<std::string>());
       }
     }
-    return {{"content", nlohmann::json::array()}, {"structuredContent", arguments}, {"isError", false}};
+    nlohmann::json echo = arguments;
+    if (arguments.contains("ask")) {
+      if (!context.request_input) return ToolError("no input can be asked here");
+      Count(started_);
+      auto answers = context.request_input(arguments["ask"]);
+      if (!answers) {
+        Count(cancelled_);
+        return ToolError("cancelled");
+      }
+      echo["answers"] = *answers;
+    }
+    if (!context.input_responses.is_null()) echo["input_responses"] = context.input_responses;
+    return {{"content", nlohmann::json::array()}, {"structuredContent", echo}, {"isError", false}};
+  }
+
+  // {"need_input": true}: asks for "who" before it runs, until the call carries an answer.
+  nlohmann::json InputNeeded(const nlohmann::json& arguments,
+                             const nlohmann::json& responses) const override {
+    if (!arguments.value("need_input", false)) return nullptr;
+    if (responses.is_object() && responses.contains("who")) return nullptr;
+    return {{"who", {{"method", "elicitation/create"}, {"params", {{"message", "who?"}}}}}};
   }
 
   // Waits (up to 5 s) until `n` calls have blocked, or have been cancelled; true when they have.

@@ -186,6 +186,100 @@ TEST(TaskStore, DroppingAnOwnerCancelsItsRunsAndForgetsItsTasks) {
   EXPECT_EQ(store.GetStats().result_bytes, 0u);
 }
 
+TEST(TaskStore, AnEndedTaskIsKeptLongEnoughToBePolledOnce) {
+  TaskLimits limits = SmallLimits();
+  limits.min_ttl_ms = 60;
+  TaskStore store(limits);
+  auto task = *store.Create("a", 0);  // raised to 60 ms
+  EXPECT_EQ(task->View().ttl_ms, 60);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));  // its TTL passes while it runs
+  store.Finish(task, TaskStatus::kCompleted, ResultOf(10));
+  EXPECT_EQ(store.Find("a", task->Id()), task) << "gone the moment it ended";
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(store.Find("a", task->Id()), nullptr);
+}
+
+// A run stopped by something other than its client (its exec session closed) ends cancelled,
+// with the reason the run gave.
+TEST(TaskStore, ARunMarkedCancelledEndsCancelledWithItsReason) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("a", std::nullopt);
+  TaskStore::MarkCancelled(task, "its session was closed while it ran");
+  store.Finish(task, TaskStatus::kCompleted, ResultOf(1));
+  EXPECT_EQ(task->View().status, TaskStatus::kCancelled);
+  EXPECT_EQ(task->View().status_message, "its session was closed while it ran");
+  auto other = *store.Create("a", std::nullopt);
+  store.RequestCancel(other);
+  store.Finish(other, TaskStatus::kCompleted, ResultOf(1));
+  EXPECT_EQ(other->View().status_message, "cancelled by the client");
+}
+
+TEST(TaskStore, CancelAllStopsEveryRunningTask) {
+  TaskStore store(SmallLimits());
+  auto a = *store.Create("a", std::nullopt);
+  auto b = *store.Create("b", std::nullopt);
+  auto ended = *store.Create("b", std::nullopt);
+  store.Finish(ended, TaskStatus::kCompleted, ResultOf(1));
+  store.CancelAll();
+  EXPECT_TRUE(a->CancelRequested());
+  EXPECT_TRUE(b->CancelRequested());
+  EXPECT_FALSE(ended->CancelRequested());
+}
+
+TEST(TaskStore, AResultThatIsNotUtf8IsKeptWithoutThrowing) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("a", std::nullopt);
+  int done = 0;
+  store.WhenDone(task, [&](const TaskView&) { ++done; });
+  store.Finish(task, TaskStatus::kCompleted, {{"text", std::string("\xff\xfe bad")}});
+  EXPECT_EQ(done, 1);
+  EXPECT_EQ(store.GetStats().running, 0u);
+  EXPECT_GT(store.GetStats().result_bytes, 0u);
+}
+
+TEST(TaskStore, WaitersPerTaskAreBoundedAndADiscardedTaskReleasesThem) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("a", std::nullopt);
+  int done = 0;
+  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
+    EXPECT_TRUE(store.WhenDone(task, [&](const TaskView& v) {
+      ++done;
+      EXPECT_EQ(v.status, TaskStatus::kFailed);
+    }));
+  }
+  EXPECT_FALSE(store.WhenDone(task, [&](const TaskView&) { ++done; }));
+  store.Discard(task);
+  EXPECT_EQ(done, static_cast<int>(TaskStore::kMaxWaiters));
+  EXPECT_EQ(store.GetStats().running, 0u);
+}
+
+TEST(TaskStore, InputIsAwaitedUntilEveryKeyIsAnswered) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("a", std::nullopt);
+  std::optional<json> answers;
+  std::thread run([&] {
+    answers = task->AwaitInput({{"x", {{"method", "elicitation/create"}}},
+                                {"y", {{"method", "elicitation/create"}}}});
+  });
+  while (task->View().status != TaskStatus::kInputRequired) std::this_thread::yield();
+  task->Answer({{"x", 1}, {"stranger", 2}});
+  TaskView view = task->View();
+  EXPECT_EQ(view.status, TaskStatus::kInputRequired);
+  EXPECT_FALSE(view.input_requests.contains("x"));
+  EXPECT_TRUE(view.input_requests.contains("y"));
+  task->Answer({{"y", 3}});
+  run.join();
+  ASSERT_TRUE(answers.has_value());
+  EXPECT_EQ(*answers, (json{{"x", 1}, {"y", 3}}));
+  EXPECT_EQ(task->View().status, TaskStatus::kWorking);
+  // A cancel while it waits ends the wait with nothing.
+  std::thread again([&] { answers = task->AwaitInput({{"z", json::object()}}); });
+  while (task->View().status != TaskStatus::kInputRequired) std::this_thread::yield();
+  EXPECT_TRUE(store.RequestCancel(task));
+  again.join();
+  EXPECT_FALSE(answers.has_value());
+}
+
 // ------------------------------------------------------------------------- through a session
 
 // A server with three tools: "fake" never runs as a task, "job" may, "must" must.
@@ -241,16 +335,19 @@ class McpTasksTest : public ::testing::Test {
                        {std::string(kMetaClientCapabilities), capabilities}};
     return params;
   }
-  // Polls tasks/get until the task has ended; its last answer.
-  json AwaitEnd(Session& session, const std::string& id, bool stateless = false) {
+  // Polls tasks/get until the task has ended (or has `status`); its last answer.
+  json AwaitEnd(Session& session, const std::string& id, bool stateless = false,
+                const std::string& status = "") {
     json r;
     for (int i = 0; i < 500; ++i) {
       json params = {{"taskId", id}};
       r = Send(session, 2, "tasks/get", stateless ? Stateless(params) : params);
-      if (r["result"].value("status", "") != "working") return r;
+      const std::string now = r["result"].value("status", "");
+      if (status.empty() ? now != "working" && now != "input_required" : now == status) return r;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ADD_FAILURE() << "task " << id << " never ended: " << r;
+    ADD_FAILURE() << "task " << id << " never got to " << (status.empty() ? "its end" : status)
+                  << ": " << r;
     return r;
   }
 
@@ -533,6 +630,157 @@ TEST_F(McpTasksTest, StatelessCancelWaitsForTheRunThenTheTaskSaysCancelled) {
   sessions_.push_back(stranger);
   EXPECT_EQ(Send(*stranger, 4, "tasks/get", Stateless({{"taskId", id}}))["error"]["code"],
             jsonrpc::kInvalidParams);
+}
+
+// A Streamable HTTP reply ends with the task's handle: nothing may keep its queue alive (it
+// counts against the session's open requests), neither the running task nor an ended one that a
+// later tasks/result named.
+class OneReplySink : public RecordingSink {
+ public:
+  bool OpenAfterFinal() const override { return false; }
+};
+
+TEST_F(McpTasksTest, NoRequestsReplyIsHeldPastItsAnswer) {
+  auto session = NewSession();
+  auto creating = std::make_shared<OneReplySink>();
+  const json r = Send(*session, 1, "tools/call",
+                      {{"name", "job"}, {"arguments", {{"block", true}}}, {"task", json::object()}},
+                      creating);
+  const std::string id = r["result"]["task"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(1));
+  EXPECT_EQ(creating.use_count(), 1) << "the running task holds the tools/call's reply";
+  job_->Release();
+  AwaitEnd(*session, id);
+  auto fetching = std::make_shared<OneReplySink>();
+  EXPECT_EQ(Send(*session, 2, "tasks/result", {{"taskId", id}}, fetching)["id"], 2);
+  EXPECT_EQ(fetching.use_count(), 1) << "the ended task holds the tasks/result's reply";
+}
+
+TEST_F(McpTasksTest, AFewRequestsMayWaitForOneTaskNoMore) {
+  auto session = NewSession();
+  const std::string id = StartTask(*session, "job", {{"block", true}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  std::vector<std::shared_ptr<RecordingSink>> waiting;
+  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
+    waiting.push_back(std::make_shared<RecordingSink>());
+    session->Handle(json{{"jsonrpc", "2.0"}, {"id", 10 + i}, {"method", "tasks/result"},
+                         {"params", {{"taskId", id}}}}.dump(),
+                    waiting.back());
+  }
+  json r = Send(*session, 2, "tasks/result", {{"taskId", id}});
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidRequest) << r;
+  r = Send(*session, 3, "tasks/cancel", {{"taskId", id}});
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidRequest) << r;
+  EXPECT_EQ(job_->Cancelled(), 0) << "a refused cancel stopped the run";
+  job_->Release();
+  for (auto& sink : waiting) EXPECT_EQ(sink->WaitFinals(1).back()["result"]["isError"], false);
+}
+
+TEST_F(McpTasksTest, ACallOnAClosedConnectionMakesNoTask) {
+  auto session = NewSession();
+  session->Close();
+  auto sink = std::make_shared<RecordingSink>();
+  EXPECT_EQ(session->Handle(json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+                                 {"params", {{"name", "job"}, {"task", json::object()}}}}.dump(),
+                            sink),
+            Handled::kNoResponse);
+  EXPECT_EQ(server_.Tasks().GetStats().created, 1u);
+  EXPECT_EQ(server_.Tasks().GetStats().kept, 0u);
+  EXPECT_EQ(server_.Tasks().GetStats().running, 0u);
+}
+
+TEST_F(McpTasksTest, StatelessARunAsksTheClientAndTasksUpdateAnswers) {
+  auto session = server_.NewSession("stateless", "shared");
+  sessions_.push_back(session);
+  const json ask = {{"name", {{"method", "elicitation/create"}, {"params", {{"message", "name?"}}}}},
+                    {"ok", {{"method", "elicitation/create"}, {"params", {{"message", "ok?"}}}}}};
+  json r = Send(*session, 1, "tools/call", Stateless({{"name", "job"}, {"arguments", {{"ask", ask}}}}));
+  const std::string id = r["result"]["taskId"];
+  r = AwaitEnd(*session, id, true, "input_required");
+  EXPECT_EQ(r["result"]["inputRequests"], ask);
+  // Someone else's answer does not reach it.
+  auto stranger = server_.NewSession("stateless", "someone-else");
+  sessions_.push_back(stranger);
+  r = Send(*stranger, 3, "tasks/update",
+           Stateless({{"taskId", id}, {"inputResponses", {{"name", "mallory"}}}}));
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams);
+  r = Send(*session, 4, "tasks/update", Stateless({{"taskId", id}, {"inputResponses", "all"}}));
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams);
+  // One key, then the other.
+  r = Send(*session, 5, "tasks/update", Stateless({{"taskId", id}, {"inputResponses", {{"name", "ann"}}}}));
+  EXPECT_EQ(r["result"]["resultType"], "complete");
+  r = Send(*session, 6, "tasks/get", Stateless({{"taskId", id}}));
+  EXPECT_EQ(r["result"]["status"], "input_required");
+  EXPECT_EQ(r["result"]["inputRequests"], (json{{"ok", ask["ok"]}}));
+  Send(*session, 7, "tasks/update", Stateless({{"taskId", id}, {"inputResponses", {{"ok", true}}}}));
+  r = AwaitEnd(*session, id, true);
+  EXPECT_EQ(r["result"]["status"], "completed");
+  EXPECT_EQ(r["result"]["result"]["structuredContent"]["answers"], (json{{"name", "ann"}, {"ok", true}}));
+  EXPECT_FALSE(r["result"].contains("inputRequests"));
+}
+
+TEST_F(McpTasksTest, StatelessACallMayAskForInputBeforeItRuns) {
+  auto session = server_.NewSession("stateless", "shared");
+  sessions_.push_back(session);
+  json r = Send(*session, 1, "tools/call", Stateless({{"name", "job"}, {"arguments", {{"need_input", true}}}}));
+  EXPECT_EQ(r["result"]["resultType"], "input_required") << r;
+  EXPECT_TRUE(r["result"]["inputRequests"].contains("who"));
+  EXPECT_FALSE(r["result"].contains("taskId"));
+  r = Send(*session, 2, "tools/call",
+           Stateless({{"name", "job"}, {"arguments", {{"need_input", true}}}, {"inputResponses", 5}}));
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams);
+  // The retry with the answer becomes a task, and the run sees the answer.
+  r = Send(*session, 3, "tools/call",
+           Stateless({{"name", "job"}, {"arguments", {{"need_input", true}}},
+                      {"inputResponses", {{"who", {{"action", "accept"}, {"content", {{"name", "Alice"}}}}}}}}));
+  EXPECT_EQ(r["result"]["resultType"], "task") << r;
+  r = AwaitEnd(*session, r["result"]["taskId"], true);
+  EXPECT_EQ(r["result"]["result"]["structuredContent"]["input_responses"]["who"]["content"]["name"], "Alice");
+  // Without the extension the same retry runs plainly.
+  r = Send(*session, 4, "tools/call",
+           Stateless({{"name", "job"}, {"arguments", {{"need_input", true}}}, {"inputResponses", {{"who", 1}}}}, false));
+  EXPECT_EQ(r["result"]["structuredContent"]["input_responses"]["who"], 1) << r;
+}
+
+TEST_F(McpTasksTest, StatelessCancelEndsAWaitForInput) {
+  auto session = server_.NewSession("stateless", "shared");
+  sessions_.push_back(session);
+  json r = Send(*session, 1, "tools/call",
+                Stateless({{"name", "job"}, {"arguments", {{"ask", {{"k", json::object()}}}}}}));
+  const std::string id = r["result"]["taskId"];
+  AwaitEnd(*session, id, true, "input_required");
+  r = Send(*session, 2, "tasks/cancel", Stateless({{"taskId", id}}));
+  EXPECT_EQ(r["result"]["resultType"], "complete");
+  EXPECT_EQ(job_->Cancelled(), 1);
+  EXPECT_EQ(Send(*session, 3, "tasks/get", Stateless({{"taskId", id}}))["result"]["status"], "cancelled");
+}
+
+// With MCP_EXEC_MAX_TASKS=0 nothing announces tasks, and a client's task metadata is ignored.
+class McpTasksOffTest : public McpTasksTest {
+ protected:
+  static TaskLimits Off() {
+    TaskLimits limits;
+    limits.max_tasks = 0;
+    return limits;
+  }
+  McpTasksOffTest() : McpTasksTest(Off()) {}
+};
+
+TEST_F(McpTasksOffTest, NothingIsAnnouncedAndCallsRunPlainly) {
+  auto session = server_.NewSession("t");
+  sessions_.push_back(session);
+  json r = Send(*session, 0, "initialize", {{"protocolVersion", "2025-11-25"}});
+  EXPECT_FALSE(r["result"]["capabilities"].contains("tasks")) << r;
+  r = Send(*session, 1, "tools/list", json::object());
+  for (const json& tool : r["result"]["tools"]) EXPECT_FALSE(tool.contains("execution")) << tool;
+  r = Send(*session, 2, "tools/call", {{"name", "job"}, {"arguments", {{"n", 1}}}, {"task", json::object()}});
+  EXPECT_EQ(r["result"]["structuredContent"]["n"], 1) << r;
+  auto stateless = server_.NewSession("s", "shared");
+  sessions_.push_back(stateless);
+  r = Send(*stateless, 3, "server/discover", Stateless(json::object()));
+  EXPECT_FALSE(r["result"]["capabilities"].contains("extensions")) << r;
+  r = Send(*stateless, 4, "tools/call", Stateless({{"name", "job"}, {"arguments", {{"n", 2}}}}));
+  EXPECT_EQ(r["result"]["resultType"], "complete");
 }
 
 long RssKib() {

@@ -91,6 +91,7 @@ class QueueSink : public MessageSink {
   QueueSink(std::shared_ptr<MessageQueue> queue, SinkMode mode)
       : queue_(std::move(queue)), mode_(mode) {}
   void Send(const nlohmann::json& message, bool final) override;
+  bool OpenAfterFinal() const override { return mode_ == SinkMode::kSessionStream; }
 
  private:
   const std::shared_ptr<MessageQueue> queue_;

@@ -23,6 +23,7 @@
 //    tasks/list) on stdio and Streamable HTTP;
 //  - tasks/cancel of a running task answers status cancelled once the run's processes are dead,
 //    and tasks/result then gives an isError result; cancelling a terminal task is -32602;
+//  - a task running in an exec session ends cancelled when session_close closes the session;
 //  - a malformed params.task (ttl a string, negative; task not an object) is -32602 and makes no task;
 //  - an unknown taskId is -32602 "Failed to retrieve task: Task not found" for tasks/get,
 //    tasks/result and tasks/cancel; on HTTP (two Mcp-Session-Ids) and SSE (two SSE sessions)
@@ -399,6 +400,21 @@ describe('tasks', { concurrency: true }, () => {
           assert.equal((await a.client.experimental.tasks.getTask(task.taskId)).status, 'completed');
           const result = await a.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, { timeout: 10000 });
           assert.equal(checkExecResult(result, validate).stdout, 'done\n');
+        });
+
+        it('a task in an exec session ends cancelled when the session is closed, its processes dead', async () => {
+          const opened = await a.client.callTool({ name: 'exec', arguments: { code: 'x = 1', session: 'new' } });
+          const handle = opened.structuredContent?.session;
+          assert.ok(handle, JSON.stringify(opened));
+          const marker = `mcp-exec-interop-task-session-${randomUUID()}`;
+          const task = await createTask(a, { code: markerProgram(marker, 60), session: handle, timeout_s: 120 });
+          await waitUntil(() => findByMarker(marker).length > 0, 10000, `the sandboxed process ${marker}`);
+          const closed = await a.client.callTool({ name: 'session_close', arguments: { session: handle } });
+          assert.equal(closed.structuredContent?.closed, true, JSON.stringify(closed));
+          const ended = await waitTerminal(a, task.taskId, 10000);
+          assert.equal(ended.status, 'cancelled', JSON.stringify(ended));
+          assert.match(ended.statusMessage ?? '', /session was closed/, JSON.stringify(ended));
+          await waitUntil(() => findByMarker(marker).length === 0, 5000, `the processes of ${marker} to die`);
         });
 
         it('a malformed params.task (ttl a string, negative; task not an object) is -32602 and makes no task', async () => {
