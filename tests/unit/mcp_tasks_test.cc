@@ -755,6 +755,29 @@ TEST_F(McpTasksTest, StatelessCancelEndsAWaitForInput) {
   EXPECT_EQ(Send(*session, 3, "tasks/get", Stateless({{"taskId", id}}))["result"]["status"], "cancelled");
 }
 
+// Tasks live in the server's memory: a restarted server answers an id it never made at once,
+// with the unknown-id error, in both eras.
+TEST_F(McpTasksTest, ARestartedServerAnswersItsOldIdsAsUnknown) {
+  auto before = server_.NewSession("stateless", "shared");
+  sessions_.push_back(before);
+  json r = Send(*before, 1, "tools/call", Stateless({{"name", "job"}, {"arguments", json::object()}}));
+  const std::string id = r["result"]["taskId"];
+  WorkerPool pool(1, 1);
+  Server restarted({"mcp-exec", "9.9.9", ""}, {job_}, pool);
+  auto after = restarted.NewSession("stateless", "shared");
+  const auto t0 = std::chrono::steady_clock::now();
+  r = Send(*after, 2, "tasks/get", Stateless({{"taskId", id}}));
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << r;
+  auto handshake = restarted.NewSession("stdio");
+  Send(*handshake, 0, "initialize", {{"protocolVersion", "2025-11-25"}});
+  r = Send(*handshake, 3, "tasks/result", {{"taskId", id}});
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << r;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  after->Close();
+  handshake->Close();
+  pool.Drain();
+}
+
 // With MCP_EXEC_MAX_TASKS=0 nothing announces tasks, and a client's task metadata is ignored.
 class McpTasksOffTest : public McpTasksTest {
  protected:

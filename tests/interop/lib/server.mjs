@@ -16,6 +16,7 @@
 //   MCP_EXEC_ENGINE, MCP_EXEC_POOL_SIZE, MCP_EXEC_PRELOAD
 //                          passed to every server: the engine the suite runs in (default auto)
 //   MCP_EXEC_TEST_VERBOSE  set to 1 to copy the servers' stderr (their logs) to ours
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, accessSync, constants as fsConstants } from 'node:fs';
 import net from 'node:net';
@@ -151,6 +152,18 @@ export function waitExit(child, ms) {
       resolve({ code, signal });
     });
   });
+}
+
+// Closes an SDK2 client; when its transport started a stdio server, checks that the server
+// exited cleanly on the closed stdin (SIGKILL after 5 s otherwise).
+export async function closeV2Client(client, inner) {
+  const child = inner._process;
+  await client.close().catch(() => {});
+  if (child) {
+    const e = await waitExit(child, 5000);
+    if (!e) child.kill('SIGKILL');
+    assert.ok(e && (e.code === 0 || e.signal === 'SIGTERM'), `stdio server ended with ${JSON.stringify(e)}`);
+  }
 }
 
 function describeExit(e) {

@@ -14,7 +14,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import { checkExecResult, execTool } from '../lib/exec.mjs';
 import { findByMarker, markerProgram, waitUntil } from '../lib/procs.mjs';
-import { BIN, sleep, startServer, waitExit } from '../lib/server.mjs';
+import { BIN, closeV2Client, sleep, startServer } from '../lib/server.mjs';
 
 const MODERN = '2026-07-28';
 const VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -94,15 +94,7 @@ async function connectV2(srv, versionNegotiation) {
 // it through lib/server.mjs.
 async function stopAll(srv) {
   if (!srv) return;
-  for (const { client, inner } of srv.v2 ?? []) {
-    const child = inner._process;
-    await client.close().catch(() => {});
-    if (child) {
-      const e = await waitExit(child, 5000);
-      if (!e) child.kill('SIGKILL');
-      assert.ok(e && (e.code === 0 || e.signal === 'SIGTERM'), `stdio server ended with ${JSON.stringify(e)}`);
-    }
-  }
+  for (const { client, inner } of srv.v2 ?? []) await closeV2Client(client, inner);
   await srv.stop();
 }
 

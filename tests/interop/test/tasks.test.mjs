@@ -13,7 +13,8 @@
 //    RequestTimeout, -32001) and the server cleans up: the SDK sends notifications/cancelled,
 //    the run's processes (one carries a unique marker in its argv) are gone within seconds, the
 //    server logs the run's exec line with cancelled true, and it never answers the request.
-// These six cases each take 60-95 s, so they run concurrently (the suites below are
+// The same 90 s task through SDK2 (2.x) by hand, on stdio and Streamable HTTP.
+// These eight cases each take 60-95 s, so they run concurrently (the suites below are
 // `concurrency: true`, and the short cases run beside them on their own servers): the file costs
 // about 95-100 s instead of 9 minutes.
 //
@@ -49,7 +50,7 @@ import { StdioClientTransport as StdioTransportV2 } from '@modelcontextprotocol/
 import { checkExecResult, execTool } from '../lib/exec.mjs';
 import { findByMarker, markerProgram, waitUntil } from '../lib/procs.mjs';
 import { RawHttp } from '../lib/raw.mjs';
-import { BIN, TRANSPORTS, sleep, startServer, waitExit } from '../lib/server.mjs';
+import { BIN, TRANSPORTS, closeV2Client, sleep, startServer } from '../lib/server.mjs';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const NOT_FOUND = /^MCP error -32602: Failed to retrieve task: Task not found/;
@@ -116,6 +117,41 @@ function logLines(srv) {
 
 function relatedTaskId(message) {
   return message?._meta?.[RELATED_TASK]?.taskId;
+}
+
+// An SDK2 client (no task runtime: the 2025 wire by hand) on a server of its own; close() ends
+// both and checks that a stdio server exited cleanly.
+async function connectV2(transport) {
+  const srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 2 } });
+  const inner =
+    transport === 'stdio'
+      ? new StdioTransportV2({ command: BIN, args: ['serve'], env: srv.env, stderr: 'pipe' })
+      : new HttpTransportV2(srv.mcpUrl);
+  const client = new ClientV2({ name: 'mcp-exec-interop-v2-tasks', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(inner, { timeout: 15000 });
+  return {
+    client,
+    async close() {
+      await closeV2Client(client, inner);
+      await srv.stop();
+    },
+  };
+}
+
+// SDK2 by hand: tasks/get every pollInterval until the task has ended; the last Task and how
+// many polls it took.
+async function pollV2(client, task, deadlineMs) {
+  const t0 = performance.now();
+  const statuses = [];
+  let t = task;
+  while (!TERMINAL.includes(t.status)) {
+    assert.ok(performance.now() - t0 < deadlineMs, `still ${t.status} after ${deadlineMs} ms`);
+    await sleep(t.pollInterval ?? 1000);
+    t = await client.request({ method: 'tasks/get', params: { taskId: task.taskId } }, specTypeSchemas.GetTaskResult);
+    assert.equal(t.taskId, task.taskId);
+    statuses.push(t.status);
+  }
+  return { task: t, statuses };
 }
 
 describe('tasks', { concurrency: true }, () => {
@@ -246,6 +282,45 @@ describe('tasks', { concurrency: true }, () => {
         });
       });
     }
+
+    // The same through SDK2 (2.x), which has no task runtime: the 2025 wire by hand, every
+    // request with the SDK's default 60 s timeout. (SDK2 has no SSE client transport.)
+    for (const transport of ['stdio', 'http']) {
+      describe(`SDK2 by hand over ${transport}`, { concurrency: true }, () => {
+        let v2;
+        before(async () => {
+          v2 = await connectV2(transport);
+        });
+        after(async () => {
+          await v2?.close();
+        });
+
+        it(`a ${LONG_S} s run as a task completes`, async () => {
+          const { client } = v2;
+          const { validate } = await execTool(client);
+          const marker = `mcp-exec-interop-v2-long-task-${randomUUID()}`;
+          const { task } = await client.request(
+            {
+              method: 'tools/call',
+              params: {
+                name: 'exec',
+                arguments: { code: `import time\ntime.sleep(${LONG_S})\nprint(${JSON.stringify(marker)})`, timeout_s: LONG_S + 60 },
+                task: { ttl: 600000 },
+              },
+            },
+            specTypeSchemas.CreateTaskResult,
+          );
+          const { task: ended, statuses } = await pollV2(client, task, (LONG_S + 30) * 1000);
+          assert.equal(ended.status, 'completed', JSON.stringify(ended));
+          assert.ok(statuses.length >= 30, `only ${statuses.length} polls`);
+          const result = await client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, specTypeSchemas.CallToolResult);
+          const sc = checkExecResult(result, validate);
+          assert.equal(sc.exit_code, 0, sc.stderr);
+          assert.equal(sc.stdout, `${marker}\n`);
+          assert.ok(sc.duration_ms >= LONG_S * 1000, `duration_ms ${sc.duration_ms}`);
+        });
+      });
+    }
   });
 
   // ------------------------------------------------------------------------------------------
@@ -254,27 +329,14 @@ describe('tasks', { concurrency: true }, () => {
     // SDK2 has no task runtime: the 2025 wire by hand (client.request with specTypeSchemas).
     for (const transport of ['stdio', 'http']) {
       describe(`SDK2 by hand over ${transport}`, () => {
-        let srv;
+        let v2;
         let client;
-        let child;
         before(async () => {
-          srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 2 } });
-          const inner =
-            transport === 'stdio'
-              ? new StdioTransportV2({ command: BIN, args: ['serve'], env: srv.env, stderr: 'pipe' })
-              : new HttpTransportV2(srv.mcpUrl);
-          client = new ClientV2({ name: 'mcp-exec-interop-v2-tasks', version: '1.0.0' }, { capabilities: {} });
-          await client.connect(inner, { timeout: 15000 });
-          child = inner._process;
+          v2 = await connectV2(transport);
+          ({ client } = v2);
         });
         after(async () => {
-          await client?.close().catch(() => {});
-          if (child) {
-            const e = await waitExit(child, 5000);
-            if (!e) child.kill('SIGKILL');
-            assert.ok(e && (e.code === 0 || e.signal === 'SIGTERM'), `stdio server ended with ${JSON.stringify(e)}`);
-          }
-          await srv?.stop();
+          await v2?.close();
         });
 
         it('a 2 s task: created, polled with tasks/get to completed, tasks/result is its result, tasks/list lists it', async () => {
@@ -303,15 +365,7 @@ describe('tasks', { concurrency: true }, () => {
           assert.equal(task.ttl, 60000);
           assert.ok(Number.isInteger(task.pollInterval) && task.pollInterval > 0, `pollInterval ${task.pollInterval}`);
 
-          const statuses = [];
-          let t = task;
-          while (!TERMINAL.includes(t.status)) {
-            assert.ok(performance.now() - t0 < 20000, `still ${t.status} after 20 s`);
-            await sleep(t.pollInterval ?? 1000);
-            t = await client.request({ method: 'tasks/get', params: { taskId: task.taskId } }, specTypeSchemas.GetTaskResult);
-            assert.equal(t.taskId, task.taskId);
-            statuses.push(t.status);
-          }
+          const { task: t, statuses } = await pollV2(client, task, 20000);
           assert.equal(t.status, 'completed', JSON.stringify(t));
           assert.ok(statuses.length >= 2 && statuses[0] === 'working', `tasks/get said ${statuses}`);
           assert.ok(Date.parse(t.lastUpdatedAt) >= Date.parse(task.createdAt) + 1900, JSON.stringify(t));
