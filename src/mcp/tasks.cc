@@ -61,8 +61,16 @@ std::optional<nlohmann::json> Task::AwaitInput(const nlohmann::json& requests) {
   view_.updated = std::chrono::system_clock::now();
   view_.input_requests = requests;
   answers_ = nlohmann::json::object();
-  input_cv_.wait(lock, [&] { return cancel_requested_ || view_.input_requests.empty(); });
+  // Bounded by the task's TTL: a worker thread waits here, and a client may never answer.
+  const bool answered =
+      input_cv_.wait_until(lock, created_steady_ + std::chrono::milliseconds(view_.ttl_ms), [&] {
+        return cancel_requested_ || view_.input_requests.empty();
+      });
   view_.input_requests = nullptr;
+  if (!answered) {
+    cancel_requested_ = true;
+    view_.status_message = "no answer came within the task's TTL";
+  }
   if (cancel_requested_) return std::nullopt;
   view_.status = TaskStatus::kWorking;
   view_.updated = std::chrono::system_clock::now();
@@ -133,6 +141,10 @@ std::shared_ptr<Task> TaskStore::Find(const std::string& owner, const std::strin
   Evict(false);
   auto it = tasks_.find(id);
   if (it == tasks_.end() || it->second->owner_ != owner) return nullptr;
+  if (Expired(*it->second, std::chrono::steady_clock::now())) {
+    Forget(it, false);
+    return nullptr;
+  }
   return it->second;
 }
 
@@ -237,9 +249,11 @@ bool TaskStore::List(const std::string& owner, const std::string& cursor, size_t
   next_cursor.clear();
   std::lock_guard lock(mu_);
   Evict(false);
+  const auto now = std::chrono::steady_clock::now();
   for (const std::string& id : order_) {
     auto it = tasks_.find(id);
     if (it == tasks_.end() || it->second->owner_ != owner || it->second->seq_ < from) continue;
+    if (Expired(*it->second, now)) continue;
     if (page.size() == page_size) {
       next_cursor = std::to_string(it->second->seq_);
       break;
@@ -305,34 +319,53 @@ void TaskStore::Forget(std::map<std::string, std::shared_ptr<Task>>::iterator it
   tasks_.erase(it);
 }
 
+bool TaskStore::Expired(const Task& task, std::chrono::steady_clock::time_point now) const {
+  std::lock_guard task_lock(task.mu_);
+  return IsTerminal(task.view_.status) &&
+         now - task.created_steady_ >= std::chrono::milliseconds(task.view_.ttl_ms) &&
+         now - task.ended_steady_ >= std::chrono::milliseconds(limits_.min_ttl_ms);
+}
+
 void TaskStore::Evict(bool need_slot) {
   const auto now = std::chrono::steady_clock::now();
-  // order_ holds the ids oldest first; gone ones are skipped and trimmed from the front.
-  for (auto id = order_.begin(); id != order_.end();) {
+  // The tasks past their TTL, in one pass over all of them at most once a second (a lookup
+  // checks the task it finds itself); the pass also trims the ids of forgotten tasks.
+  if (now - last_sweep_ >= std::chrono::seconds(1)) {
+    last_sweep_ = now;
+    std::deque<std::string> kept;
+    for (const std::string& id : order_) {
+      auto it = tasks_.find(id);
+      if (it == tasks_.end()) continue;
+      if (Expired(*it->second, now)) {
+        Forget(it, false);
+        continue;
+      }
+      kept.push_back(id);
+    }
+    order_.swap(kept);
+  }
+  // Over a limit: the oldest ended tasks go first, until within it. Running ones are skipped.
+  auto over = [&] {
+    return (need_slot && tasks_.size() >= limits_.max_tasks) ||
+           result_bytes_ > limits_.max_result_bytes;
+  };
+  for (auto id = order_.begin(); id != order_.end() && over();) {
     auto it = tasks_.find(*id);
     if (it == tasks_.end()) {
       id = order_.erase(id);
       continue;
     }
-    Task& task = *it->second;
     bool ended;
-    std::chrono::steady_clock::time_point ended_at;
     {
-      std::lock_guard task_lock(task.mu_);
-      ended = IsTerminal(task.view_.status);
-      ended_at = task.ended_steady_;
+      std::lock_guard task_lock(it->second->mu_);
+      ended = IsTerminal(it->second->view_.status);
     }
-    const bool expired =
-        now - task.created_steady_ >= std::chrono::milliseconds(task.view_.ttl_ms) &&
-        now - ended_at >= std::chrono::milliseconds(limits_.min_ttl_ms);
-    const bool over = (need_slot && tasks_.size() >= limits_.max_tasks) ||
-                      result_bytes_ > limits_.max_result_bytes;
-    if (ended && (expired || over)) {
-      Forget(it, !expired);
-      id = order_.erase(id);
+    if (!ended) {
+      ++id;
       continue;
     }
-    ++id;
+    Forget(it, !Expired(*it->second, now));
+    id = order_.erase(id);
   }
 }
 

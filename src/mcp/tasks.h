@@ -87,7 +87,8 @@ class Task {
 
   // Called by the run: shows `requests` ({key: {method, params}}) to the client as
   // input_required and waits until every key has an answer (Answer). Returns the answers by key,
-  // or nullopt when the task is cancelled meanwhile.
+  // or nullopt when the task is cancelled meanwhile, or its TTL passes first (it then ends
+  // cancelled, saying so).
   std::optional<nlohmann::json> AwaitInput(const nlohmann::json& requests);
   // The client's answers (tasks/update): each key still awaited is taken, others are ignored.
   // The run resumes once none is left.
@@ -184,12 +185,15 @@ class TaskStore {
   // With mu_ held: drops terminal tasks past their TTL, then the oldest terminal ones while
   // `need_slot` (one more task must fit) or the result bytes exceed the limit.
   void Evict(bool need_slot);
+  // Ended, past its TTL and past the grace after its end.
+  bool Expired(const Task& task, std::chrono::steady_clock::time_point now) const;
   void Forget(std::map<std::string, std::shared_ptr<Task>>::iterator it, bool early);
 
   const TaskLimits limits_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Task>> tasks_;  // by id
   std::deque<std::string> order_;                       // ids, oldest first (may hold gone ones)
+  std::chrono::steady_clock::time_point last_sweep_;    // Evict's pass over every task
   std::map<std::string, size_t> running_by_owner_;
   size_t running_ = 0;
   size_t result_bytes_ = 0;

@@ -280,6 +280,18 @@ TEST(TaskStore, InputIsAwaitedUntilEveryKeyIsAnswered) {
   EXPECT_FALSE(answers.has_value());
 }
 
+// A client that never answers does not hold the run's worker past the task's TTL.
+TEST(TaskStore, AWaitForInputEndsWithTheTasksTtl) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("a", 100);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(task->AwaitInput({{"x", json::object()}}).has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(90));
+  store.Finish(task, TaskStatus::kCompleted, ResultOf(1));
+  EXPECT_EQ(task->View().status, TaskStatus::kCancelled);
+  EXPECT_EQ(task->View().status_message, "no answer came within the task's TTL");
+}
+
 // ------------------------------------------------------------------------- through a session
 
 // A server with three tools: "fake" never runs as a task, "job" may, "must" must.
@@ -815,15 +827,16 @@ long RssKib() {
   return -1;
 }
 
-// A client that starts tasks and never fetches their results: 10,000 of them, 20 KB each
-// (200 MB if all were kept). The store keeps what its limits allow and memory stays flat.
+// A client that starts tasks and never fetches their results: 10,000 of them, 2 KB each (20 MB
+// if all were kept, against limits of 1000 tasks and 1 MiB). The store keeps what its limits
+// allow and memory stays flat. (Small results: the unit tests also run under TSan.)
 class McpTasksMemoryTest : public McpTasksTest {
  protected:
   static TaskLimits Limits() {
     TaskLimits limits;
     limits.max_tasks = 1000;
     limits.max_running_per_caller = 10'000;  // the flood is of results here, not of runs
-    limits.max_result_bytes = 8u << 20;
+    limits.max_result_bytes = 1u << 20;
     return limits;
   }
   McpTasksMemoryTest() : McpTasksTest(Limits()) {}
@@ -831,7 +844,7 @@ class McpTasksMemoryTest : public McpTasksTest {
 
 TEST_F(McpTasksMemoryTest, TenThousandUnfetchedResultsStayWithinTheLimits) {
   auto session = NewSession();
-  const std::string padding(20'000, 'p');
+  const std::string padding(2'000, 'p');
   long rss_after_first = 0;
   for (int i = 0; i < 10'000; ++i) {
     const std::string id = StartTask(*session, "job", {{"pad", padding}});
@@ -841,7 +854,7 @@ TEST_F(McpTasksMemoryTest, TenThousandUnfetchedResultsStayWithinTheLimits) {
   pool_.Drain();
   const TaskStore::Stats stats = server_.Tasks().GetStats();
   EXPECT_LE(stats.kept, 1000u);
-  EXPECT_LE(stats.result_bytes, size_t{8} << 20);
+  EXPECT_LE(stats.result_bytes, size_t{1} << 20);
   EXPECT_EQ(stats.created, 10'000u);
   EXPECT_GE(stats.dropped, 9'000u);
   const long growth_kib = RssKib() - rss_after_first;
