@@ -861,7 +861,11 @@ TEST_F(McpTasksMemoryTest, TenThousandUnfetchedResultsStayWithinTheLimits) {
   EXPECT_GE(stats.dropped, 9'000u);
   const long growth_kib = RssKib() - rss_after_first;
   RecordProperty("rss_growth_kib_after_1000", static_cast<int>(growth_kib));
+#ifndef __SANITIZE_ADDRESS__
+  // ASan keeps freed memory in its quarantine (256 MiB by default), where RSS tells nothing of
+  // the store; the store's own accounting above is checked in every build.
   EXPECT_LT(growth_kib, 32 * 1024) << "memory grew with the tasks left unfetched";
+#endif
 }
 
 }  // namespace
