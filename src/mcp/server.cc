@@ -357,12 +357,15 @@ void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
     in_flight_.erase(key);
   }
   log::Warn("server busy", {{"session", id_}, {"request_id", key}});
+  sink->Send(jsonrpc::MakeResult(request.id, Busy(era)), true);
+}
+
+json Session::Busy(const CallEra& era) const {
   json busy = ToolError("the server is busy: " + std::to_string(server_.Pool().Workers()) +
                         " runs are in progress and " +
                         std::to_string(server_.Pool().QueueCapacity()) +
                         " are waiting; try again shortly");
-  if (era.stateless) busy = Stateless(std::move(busy));
-  sink->Send(jsonrpc::MakeResult(request.id, std::move(busy)), true);
+  return era.stateless ? Stateless(std::move(busy)) : busy;
 }
 
 void Session::Cancel(const jsonrpc::Id& request_id) {

@@ -133,6 +133,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Handled HandleStateless(const jsonrpc::Request& request, Sink sink);
   Handled Run(const Method& method, const jsonrpc::Request& request, Sink sink,
               const CallEra& era);
+  // The tool error a call gets when the worker pool's queue is full.
+  nlohmann::json Busy(const CallEra& era) const;
   // `result` with what every result of the stateless era carries: resultType and serverInfo.
   nlohmann::json Stateless(nlohmann::json result) const;
 

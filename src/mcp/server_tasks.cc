@@ -8,8 +8,6 @@
 //     the input the run waits for; tasks/update answers it; tasks/cancel and tasks/update
 //     answer an empty {resultType: "complete"}.
 // In both, tasks/cancel answers only once the run has stopped: every process of it is dead.
-#include <ctime>
-
 #include "log/log.h"
 #include "mcp/protocol.h"
 #include "mcp/server.h"
@@ -21,24 +19,12 @@ using nlohmann::json;
 
 constexpr size_t kTasksPageSize = 50;
 
-std::string IsoTime(std::chrono::system_clock::time_point t) {
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  const time_t seconds = static_cast<time_t>(ms / 1000);
-  struct tm utc {};
-  gmtime_r(&seconds, &utc);
-  char text[40];
-  const size_t n = strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-  snprintf(text + n, sizeof text - n, ".%03dZ", static_cast<int>(ms % 1000));
-  return text;
-}
-
 // The Task fields both eras share; the TTL and poll interval go under each era's names.
 json TaskFields(const TaskView& view, bool stateless) {
   json task = {{"taskId", view.id},
                {"status", TaskStatusName(view.status)},
-               {"createdAt", IsoTime(view.created)},
-               {"lastUpdatedAt", IsoTime(view.updated)},
+               {"createdAt", log::IsoTime(view.created)},
+               {"lastUpdatedAt", log::IsoTime(view.updated)},
                {stateless ? "ttlMs" : "ttl", view.ttl_ms},
                {stateless ? "pollIntervalMs" : "pollInterval", view.poll_interval_ms}};
   if (!view.status_message.empty()) task["statusMessage"] = view.status_message;
@@ -212,12 +198,7 @@ Handled Session::StartTask(Tool* tool, json arguments, const TaskCall& call,
   if (!server_.Pool().TrySubmit(std::move(run))) {
     store.Discard(task);
     log::Warn("server busy", {{"session", id_}, {"task", context.request_id}});
-    json busy = ToolError("the server is busy: " + std::to_string(server_.Pool().Workers()) +
-                          " runs are in progress and " +
-                          std::to_string(server_.Pool().QueueCapacity()) +
-                          " are waiting; try again shortly");
-    if (era.stateless) busy = Stateless(std::move(busy));
-    return Reply(sink, jsonrpc::MakeResult(request.id, std::move(busy)));
+    return Reply(sink, jsonrpc::MakeResult(request.id, Busy(era)));
   }
   log::Debug("task started", {{"session", id_}, {"task", context.request_id}});
   if (era.stateless) {
