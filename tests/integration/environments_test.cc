@@ -9,6 +9,7 @@
 // (only_in_x) and a variable from its env.txt.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -168,6 +169,23 @@ TEST_P(EnvironmentsTest, AnEnvironmentThatIsNotBuiltIsNotOfferedOrStopsTheServer
   EXPECT_THAT(refused.Problem(),
               HasSubstr("the default environment \\\"gone\\\" (MCP_EXEC_DEFAULT_ENVIRONMENT) is "
                         "not offered (offered: default)"));
+}
+
+// The refusal above races the harness's first write: a server that has already exited must make
+// that write fail, not end this test binary with SIGPIPE.
+TEST_P(EnvironmentsTest, AServerThatRefusedItsSettingsFailsTheNextWriteWithoutASignal) {
+  InteractiveProcess refused = runner_.StartInteractive(
+      {runner_.Binary(), "serve", "--transport", "stdio", "--rootfs", runner_.Rootfs()},
+      WithEnv({"MCP_EXEC_ENVIRONMENTS_DIR=" + dir_, "MCP_EXEC_ENVIRONMENTS=default,gone",
+               "MCP_EXEC_DEFAULT_ENVIRONMENT=gone"}));
+  // Exited, not reaped: its end of the stdin pipe is closed then, as it is not yet at the EOF of
+  // its stdout.
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, refused.Pid(), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_FALSE(refused.WriteLine("{}"));
+  const Outcome outcome = refused.Finish();
+  EXPECT_NE(outcome.exit_status, 0);
+  EXPECT_THAT(outcome.err, HasSubstr("MCP_EXEC_DEFAULT_ENVIRONMENT"));
 }
 
 TEST_P(EnvironmentsTest, ASessionKeepsTheEnvironmentItWasOpenedIn) {

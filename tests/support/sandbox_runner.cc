@@ -653,16 +653,34 @@ InteractiveProcess::~InteractiveProcess() {
   }
 }
 
+// A server that has already exited (one that refuses its settings) closes its stdin: the write
+// must fail with EPIPE, not kill the test binary with SIGPIPE. The signal is blocked around the
+// write and a pending one taken, so that this thread's mask and the process's dispositions (which
+// every spawned program inherits) are left as they were.
 bool InteractiveProcess::WriteLine(const std::string& line) {
   const std::string text = line + "\n";
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  bool ok = true;
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = write(in_fd_, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
     done += static_cast<size_t>(n);
   }
-  return true;
+  if (!ok && errno == EPIPE && !sigismember(&old, SIGPIPE)) {
+    const timespec now{0, 0};
+    while (sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
 }
 
 std::optional<std::string> InteractiveProcess::ReadLine(std::chrono::milliseconds timeout) {
