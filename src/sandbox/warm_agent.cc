@@ -323,19 +323,22 @@ def _zygote(ctl, setup):
                     os.wait()
                 except ChildProcessError:
                     os._exit(0)
-        if os.fork() != 0:
+        # Anything but hex digits fails the run's set-up, in the fork (zygote_run.h).
+        layer = message[1:].decode("ascii", "replace") or None
+        try:
+            forked = runs.fork_run(fds, zygote_pid, layer)
+        except OSError:  # EAGAIN, ENOMEM: the run's sockets close, and the supervisor says why
+            forked = -1
+        if forked is not None:
             for fd in fds:
                 os.close(fd)
             continue
+        # The run's program: the fork's first process and init did not run Python.
         control.detach()
-        start = fds[4]
+        start = 5
         try:
-            # The run's init must not inherit the zygote's handler, or a program that ended
-            # before the init reached its wait loop would be reaped unreported.
+            # As its init's (EnterZygoteRun): the zygote's reaper is not the program's.
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            layer = message[1:].decode("ascii") or None
-            runs.run(fds, zygote_pid, layer)  # returns in the program's process only
-            start = 5
             # What the zygote's import system knew of the packages directory (the layers it had
             # when it started) is dropped.
             sys.path_importer_cache.pop(packages, None)

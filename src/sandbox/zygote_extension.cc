@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -75,13 +76,14 @@ PyObject* Configure(PyObject*, PyObject* blob) {
   Py_RETURN_NONE;
 }
 
-void BeforeFork() { PyOS_BeforeFork(); }
-void AfterForkInChild() { PyOS_AfterFork_Child(); }
+void AfterForkInProgram() { PyOS_AfterFork_Child(); }
 
-// run((stdin, stdout, stderr, report, start), zygote_pid, layer): in a process the zygote has
-// just forked; `layer` the name of the run's package layer, or None. Returns only in the run's
-// program process (EnterZygoteRun).
-PyObject* Run(PyObject*, PyObject* args) {
+// fork_run((stdin, stdout, stderr, report, start), zygote_pid, layer): the zygote forks a run;
+// `layer` the name of the run's package layer, or None. Returns the fork's pid in the zygote,
+// and None in the run's program process only (EnterZygoteRun): the fork's other processes never
+// return to Python. os.fork() with the child's half of the interpreter's fork work left to the
+// program (zygote_run.h says why).
+PyObject* ForkRun(PyObject*, PyObject* args) {
   int fds[5];
   int zygote;
   const char* layer;
@@ -93,15 +95,25 @@ PyObject* Run(PyObject*, PyObject* args) {
     PyErr_SetString(PyExc_RuntimeError, "configure() the zygote's runs first");
     return nullptr;
   }
-  mcpexec::sandbox::EnterZygoteRun(*configured, fds, zygote, layer,
-                                   {BeforeFork, AfterForkInChild});
-  Py_RETURN_NONE;
+  PyOS_BeforeFork();
+  const pid_t pid = fork();  // glibc's: its atfork handlers (malloc, OpenBLAS) run as for os.fork
+  if (pid == 0) {
+    mcpexec::sandbox::EnterZygoteRun(*configured, fds, zygote, layer, AfterForkInProgram);
+    Py_RETURN_NONE;
+  }
+  const int saved = errno;
+  PyOS_AfterFork_Parent();
+  if (pid < 0) {
+    errno = saved;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  return PyLong_FromLong(pid);
 }
 
 PyMethodDef methods[] = {
     {"configure", Configure, METH_O, "configure(blob): what the zygote's runs set up"},
-    {"run", Run, METH_VARARGS,
-     "run(fds, zygote_pid, layer): set up a forked run; returns in its program's process only"},
+    {"fork_run", ForkRun, METH_VARARGS,
+     "fork_run(fds, zygote_pid, layer): fork a run; its pid, or None in its program's process"},
     {nullptr, nullptr, 0, nullptr},
 };
 

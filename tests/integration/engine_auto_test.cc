@@ -1,11 +1,19 @@
 // MCP_EXEC_ENGINE=auto, the default engine of `serve` (src/exec/engine_choice.h): on this host it
 // chooses the zygote, a limit the warm engines cannot start under sends it to a slower engine
-// with a log line that says why, and a preload the rootfs lacks stops the server instead.
+// with a log line that says why, an image the zygote cannot use gets the pool, and a preload the
+// rootfs lacks stops the server instead.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -87,6 +95,35 @@ TEST_P(EngineAutoTest, AWarmEngineThatCannotStartIsPassedOverWithWhy) {
                                  HasSubstr("needs more memory or processes than the limits")));
   }
   EXPECT_THAT(engines, ElementsAre("zygote", "pool"));
+}
+
+// Where the zygote cannot start, the pool is what auto takes, and what keeps the pool in the
+// project (docs/engine.md#choosing-an-engine): an image without /mnt, where a zygote binds the
+// rootfs its runs are built on. (The test rootfs hard-linked into a scratch directory, as the
+// environments test makes its image: one inode per file, /mnt left out.)
+TEST_P(EngineAutoTest, AnImageTheZygoteCannotUseIsServedByThePool) {
+  char tmpl[] = "/tmp/mcp-exec-test-nomnt-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string image = dir + "/rootfs";
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  const std::string copy = "cp -al '" + runner_.Rootfs() + "' '" + image + "'";
+  ASSERT_EQ(std::system(copy.c_str()), 0) << copy;
+  ASSERT_EQ(rmdir((image + "/mnt").c_str()), 0) << image << "/mnt: " << strerror(errno);
+  LaunchOptions options = WithInput(kInitialize);
+  options.env = {"MCP_EXEC_ENGINE=auto", "MCP_EXEC_PRELOAD=decimal"};
+  const Outcome r = runner_.RunCommand({runner_.Binary(), "serve", "--rootfs", image}, options);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.exit_status, 0) << r.Describe();
+  const std::vector<nlohmann::json> starting = LogLines(r.err, "starting");
+  ASSERT_EQ(starting.size(), 1u) << r.err;
+  EXPECT_EQ(starting[0]["engine"], "pool") << r.err;
+  const std::vector<nlohmann::json> passed_over =
+      LogLines(r.err, "an engine does not start here; runs take a slower one");
+  ASSERT_EQ(passed_over.size(), 1u) << r.err;
+  EXPECT_EQ(passed_over[0]["engine"], "zygote");
+  EXPECT_THAT(passed_over[0]["error"].get<std::string>(), HasSubstr("has no /mnt directory"));
+  EXPECT_THAT(r.out, HasSubstr(R"("protocolVersion":"2025-06-18")"));
 }
 
 TEST_P(EngineAutoTest, APreloadTheRootfsLacksStopsTheServer) {

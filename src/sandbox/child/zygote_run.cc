@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -90,6 +91,40 @@ void WaitMoved() noexcept {
   }
 }
 
+// The init's stack, and a guard page under it. Its deepest calls are the mount steps'.
+constexpr size_t kInitStackSize = 256 * 1024;
+constexpr size_t kInitStackGuard = 4096;
+
+struct InitStart {
+  const ZygoteRunView* run;
+  const PlanView* plan;
+  void** resume;  // where the program goes on: EnterZygoteRun's __builtin_setjmp
+};
+
+// The run's init, in the memory of the process that cloned it: sets the sandbox up as a cold
+// init, forks the program, which jumps back to `resume`, and reaps.
+int RunInit(void* arg) noexcept {
+  const InitStart& start = *static_cast<const InitStart*>(arg);
+  const PlanView& plan = *start.plan;
+  child::SetUpSandbox(plan);
+  child::SendOwnPidfd(kFdStart, kZygoteInit, ChildStep::kSendPidfd);
+  child::ReportReady(plan);
+  const long program = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (program < 0) Fail(ChildStep::kStartProgram);
+  if (program == 0) __builtin_longjmp(start.resume, 1);
+  // As a cold init: /proc/1/cmdline and /proc/1/comm say what it is, and signals from inside
+  // the namespace reach PID 1 only through a handler.
+  child::HideSupervisorArgs(plan);
+  prctl(PR_SET_NAME, start.run->init_name, 0, 0, 0);
+  child::ResetSignals();
+  close(kFdStdin);
+  close(kFdStdout);
+  close(kFdStderr);
+  close(kFdStart);
+  child::Reap(static_cast<pid_t>(program));
+  return 0;
+}
+
 }  // namespace
 
 ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept {
@@ -147,10 +182,16 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept {
 }
 
 void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
-                    const char* layer, const ForkHooks& hooks) noexcept {
+                    const char* layer, void (*after_fork_in_program)()) noexcept {
   // The descriptors first, so that a failure is reported on the run's report socket.
   const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], -1, fds[4]};
   child::SetupFds(sources);
+  // The zygote reaps its forks in a SIGCHLD handler: the run's init must not inherit it, or a
+  // program that ended before the init reached its wait loop would be reaped unreported. (The
+  // program's Python sets its own table to match, warm_agent.cc.)
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  if (sigaction(SIGCHLD, &dfl, nullptr) != 0) Fail(ChildStep::kSignals);
   // A layer's two steps go into a copy of the run's mount steps on this stack, which the run's
   // init and program inherit (they are forks of this process).
   PlanView plan = run.plan;
@@ -186,37 +227,38 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
       WriteFile("/proc/self/uid_map", run.uid_map) != 0) {
     Fail(ChildStep::kIdMaps);
   }
-  // The run's init is PID 1 of the new PID namespace; this process ends at once, so that the
-  // init is the only process of the run outside its program. It dies with the zygote, whose
-  // PID namespace holds its own.
-  const long init = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-  if (init < 0) Fail(ChildStep::kForkInit);
-  if (init != 0) _exit(0);
-
-  child::SetUpSandbox(plan);
-  child::SendOwnPidfd(kFdStart, kZygoteInit, ChildStep::kSendPidfd);
-  child::ReportReady(plan);
-  hooks.before();
-  const long program = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-  if (program < 0) Fail(ChildStep::kStartProgram);
-  if (program == 0) {
-    hooks.after_in_child();
+  // The run's init is PID 1 of the new PID namespace. It shares this process's memory
+  // (CLONE_VM) on a stack of its own, instead of taking a copy of the interpreter's page tables
+  // that its exit would unmap again: this process ends at once, so that the memory is the init's
+  // alone and the init the only process of the run outside its program. The init dies with the
+  // zygote, whose PID namespace holds its own.
+  const size_t stack_size = kInitStackSize + kInitStackGuard;
+  void* const stack = mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (stack == MAP_FAILED || mprotect(stack, kInitStackGuard, PROT_NONE) != 0) {
+    Fail(ChildStep::kForkInit);
+  }
+  // The init's fork of the program is a copy of this memory, in which this frame and every
+  // frame above it, back to the interpreter's, are as they are now: the program jumps back here
+  // to return to Python (a jump, not a return, since it starts on the init's stack).
+  void* resume[5];
+  InitStart start{&run, &plan, resume};
+  if (__builtin_setjmp(resume) != 0) {
+    munmap(stack, stack_size);  // the init's: no mapping of the program's is left over
+    after_fork_in_program();
     // An interpreter that execve() started is dumpable: its /proc/self is its own to write.
     if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) Fail(ChildStep::kDumpable);
     child::ApplyProgramLimits(plan);
     close(kFdReport);
     return;
   }
-  // As a cold init: /proc/1/cmdline and /proc/1/comm say what it is, and signals from inside
-  // the namespace reach PID 1 only through a handler.
-  child::HideSupervisorArgs(plan);
-  prctl(PR_SET_NAME, run.init_name, 0, 0, 0);
-  child::ResetSignals();
-  close(kFdStdin);
-  close(kFdStdout);
-  close(kFdStderr);
-  close(kFdStart);
-  child::Reap(static_cast<pid_t>(program));
+  // On its exit the kernel would clear glibc's thread id of this process, in memory the init
+  // and its program go on using.
+  syscall(SYS_set_tid_address, nullptr);
+  if (clone(RunInit, static_cast<char*>(stack) + stack_size, CLONE_VM | SIGCHLD, &start) < 0) {
+    Fail(ChildStep::kForkInit);
+  }
+  _exit(0);
 }
 
 }  // namespace mcpexec::sandbox

@@ -52,24 +52,24 @@ struct ZygoteRunBlob {
 // well-formed blob.
 ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept;
 
-// The interpreter's fork hooks (PyOS_BeforeFork, PyOS_AfterFork_Child), which the program's
-// process needs since it returns to Python.
-struct ForkHooks {
-  void (*before)();
-  void (*after_in_child)();
-};
-
-// In a process the zygote has just forked, with the run's stdin, stdout, stderr, report and
-// start descriptors (at any numbers), and the name of the run's package layer (nullptr: none;
-// anything but kZygoteLayerNameLen hex digits, or a layer in a zygote without layers, fails the
-// run's set-up with EINVAL): puts them at 0, 1, 2, 3 and 5 and closes the rest, says
-// "P" with its pidfd on the start socket, waits for "M" (moved into the run's cgroup), makes
-// the run's namespaces, writes its id maps and forks the run's init, then ends. The init sets
-// the sandbox up as a cold one (SetUpSandbox), says "I" with its pidfd, reports ready, and
-// forks the program's process, which applies the program's limits and returns: only there does
-// this function return, with the start socket still at 5. The init reaps and reports as a cold
-// init. A failed step is reported on the report socket (3), as a cold init's.
+// In a process the zygote has just forked (the extension's fork_run, zygote_extension.cc), with
+// the run's stdin, stdout, stderr, report and start descriptors (at any numbers), and the name
+// of the run's package layer (nullptr: none; anything but kZygoteLayerNameLen hex digits, or a
+// layer in a zygote without layers, fails the run's set-up with EINVAL): puts them at 0, 1, 2,
+// 3 and 5 and closes the rest, says "P" with its pidfd on the start socket, waits for "M"
+// (moved into the run's cgroup), makes the run's namespaces, writes its id maps and forks the
+// run's init, then ends. The init sets the sandbox up as a cold one (SetUpSandbox), says "I"
+// with its pidfd, reports ready, and forks the program's process, which applies the program's
+// limits and returns: only there does this function return, with the start socket still at 5.
+// The init reaps and reports as a cold init. A failed step is reported on the report socket
+// (3), as a cold init's.
+//
+// Neither this process nor the init runs Python: the zygote forked it with the interpreter's
+// before-fork work done (PyOS_BeforeFork) and its child's half not, and the program's process,
+// the only one of the run that returns to Python, does that half, `after_fork_in_program`
+// (PyOS_AfterFork_Child). So the interpreter's after-fork work, and the copy-on-write faults it
+// takes, happen once a run instead of in each of its three processes.
 void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
-                    const char* layer, const ForkHooks& hooks) noexcept;
+                    const char* layer, void (*after_fork_in_program)()) noexcept;
 
 }  // namespace mcpexec::sandbox
