@@ -327,8 +327,8 @@ def _zygote(ctl, setup):
         layer = message[1:].decode("ascii", "replace") or None
         try:
             forked = runs.fork_run(fds, zygote_pid, layer)
-        except OSError:  # EAGAIN, ENOMEM: the run's sockets close, and the supervisor says why
-            forked = -1
+        except Exception:  # EAGAIN, ENOMEM, a NUL in the layer: this run's sockets close, and
+            forked = -1    # the supervisor says why; the zygote goes on
         if forked is not None:
             for fd in fds:
                 os.close(fd)

@@ -134,6 +134,25 @@ report["oom_score_adj"] = read("/proc/self/oom_score_adj").strip()
 report["sched"] = [os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)]
 report["affinity_count"] = len(os.sched_getaffinity(0))
 
+
+# The thread's rseq registration, which glibc reads the CPU from: sched_getcpu() must follow the
+# affinity (it did not in a zygote run whose init was a CLONE_VM child, which loses it).
+def cpu_follows_affinity():
+    cpus = sorted(os.sched_getaffinity(0))
+    try:
+        for cpu in cpus:
+            os.sched_setaffinity(0, {cpu})
+            if libc.sched_getcpu() != cpu:
+                return False
+        return True
+    except OSError as e:
+        return "error: " + errno.errorcode.get(e.errno, str(e.errno))
+    finally:
+        os.sched_setaffinity(0, cpus)
+
+
+report["sched_getcpu_follows_affinity"] = cpu_follows_affinity()
+
 # Process.
 report["environ"] = dict(os.environ)
 report["cwd"] = os.getcwd()

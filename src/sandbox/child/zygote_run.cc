@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -88,6 +89,22 @@ void WaitMoved() noexcept {
   if (n != 1 || moved != kZygoteMoved) {
     if (n == 1) errno = EPROTO;
     Fail(ChildStep::kWaitGo);
+  }
+}
+
+// glibc's rseq area of this thread (glibc 2.35 and later; weak, so that the extension loads under
+// an older one), registered again as glibc registers it: a fork keeps the registration, a
+// CLONE_VM child loses it. When that fails, glibc is told so, and reads the CPU by system call.
+#pragma weak __rseq_offset
+#pragma weak __rseq_size
+void RegisterRseqAgain() noexcept {
+  if (&__rseq_size == nullptr || &__rseq_offset == nullptr || __rseq_size == 0) return;
+  auto* area = reinterpret_cast<struct rseq*>(static_cast<char*>(__builtin_thread_pointer()) +
+                                              __rseq_offset);
+  area->cpu_id = RSEQ_CPU_ID_UNINITIALIZED;
+  const unsigned length = __rseq_size < 32 ? 32u : __rseq_size;
+  if (syscall(SYS_rseq, area, length, 0, RSEQ_SIG) != 0) {
+    area->cpu_id = RSEQ_CPU_ID_REGISTRATION_FAILED;
   }
 }
 
@@ -193,7 +210,7 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
   dfl.sa_handler = SIG_DFL;
   if (sigaction(SIGCHLD, &dfl, nullptr) != 0) Fail(ChildStep::kSignals);
   // A layer's two steps go into a copy of the run's mount steps on this stack, which the run's
-  // init and program inherit (they are forks of this process).
+  // init shares and its program inherits.
   PlanView plan = run.plan;
   MountOpView ops[kZygoteRunMaxMountOps];
   char source[256];
@@ -227,7 +244,8 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
       WriteFile("/proc/self/uid_map", run.uid_map) != 0) {
     Fail(ChildStep::kIdMaps);
   }
-  // The run's init is PID 1 of the new PID namespace. It shares this process's memory
+  // The run's init is PID 1 of the new PID namespace. (A time namespace would not do: a CLONE_VM
+  // child stays in its parent's.) It shares this process's memory
   // (CLONE_VM) on a stack of its own, instead of taking a copy of the interpreter's page tables
   // that its exit would unmap again: this process ends at once, so that the memory is the init's
   // alone and the init the only process of the run outside its program. The init dies with the
@@ -236,15 +254,25 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
   void* const stack = mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
   if (stack == MAP_FAILED || mprotect(stack, kInitStackGuard, PROT_NONE) != 0) {
-    Fail(ChildStep::kForkInit);
+    Fail(ChildStep::kForkInit);  // the init's start, its stack included
   }
   // The init's fork of the program is a copy of this memory, in which this frame and every
   // frame above it, back to the interpreter's, are as they are now: the program jumps back here
   // to return to Python (a jump, not a return, since it starts on the init's stack).
+  // What a CLONE_VM child does not keep, and so neither does its fork, the program: the
+  // alternate signal stack (faulthandler's), and its thread's rseq registration, which glibc
+  // still believes in (sched_getcpu reads the CPU from it).
+  stack_t altstack{};
+  sigaltstack(nullptr, &altstack);
   void* resume[5];
   InitStart start{&run, &plan, resume};
   if (__builtin_setjmp(resume) != 0) {
     munmap(stack, stack_size);  // the init's: no mapping of the program's is left over
+    if (!(altstack.ss_flags & SS_DISABLE)) {
+      altstack.ss_flags = 0;
+      sigaltstack(&altstack, nullptr);
+    }
+    RegisterRseqAgain();
     after_fork_in_program();
     // An interpreter that execve() started is dumpable: its /proc/self is its own to write.
     if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) Fail(ChildStep::kDumpable);

@@ -57,8 +57,8 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept;
 // of the run's package layer (nullptr: none; anything but kZygoteLayerNameLen hex digits, or a
 // layer in a zygote without layers, fails the run's set-up with EINVAL): puts them at 0, 1, 2,
 // 3 and 5 and closes the rest, says "P" with its pidfd on the start socket, waits for "M"
-// (moved into the run's cgroup), makes the run's namespaces, writes its id maps and forks the
-// run's init, then ends. The init sets the sandbox up as a cold one (SetUpSandbox), says "I"
+// (moved into the run's cgroup), makes the run's namespaces, writes its id maps and clones the
+// run's init into its own memory (CLONE_VM, a stack of its own), then ends. The init sets the sandbox up as a cold one (SetUpSandbox), says "I"
 // with its pidfd, reports ready, and forks the program's process, which applies the program's
 // limits and returns: only there does this function return, with the start socket still at 5.
 // The init reaps and reports as a cold init. A failed step is reported on the report socket
