@@ -33,7 +33,9 @@ void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& s) {
              Type::kGauge);
   out.Sample("mcp_exec_engine_sandboxes_ready", static_cast<uint64_t>(engine.ready));
   out.Family("mcp_exec_engine_sandboxes_target",
-             "Sandboxes the engine keeps ready (MCP_EXEC_POOL_SIZE; 0 for cold)", Type::kGauge);
+             "Sandboxes the engine keeps ready now: MCP_EXEC_POOL_SIZE, up to MCP_EXEC_POOL_MAX "
+             "after a burst (0 for cold)",
+             Type::kGauge);
   out.Sample("mcp_exec_engine_sandboxes_target", static_cast<uint64_t>(engine.target));
   if (engine.zygote) {
     out.Family("mcp_exec_zygote_alive", "1 while a zygote runs and waits for forks, else 0",

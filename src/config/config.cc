@@ -226,6 +226,8 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& c) {
   return Ok();
 }
 
+int PoolMax(const Config& c) { return c.pool_max != 0 ? c.pool_max : std::max(8, c.pool_size); }
+
 Result<void> Validate(const Config& c) {
   if (c.default_timeout_s < 1 || c.max_timeout_s < 1) {
     return MakeError(ErrorCode::kInvalidArgument, "timeouts must be at least 1 second");
@@ -242,6 +244,12 @@ Result<void> Validate(const Config& c) {
                          " s, MCP_EXEC_HTTP_READ_TIMEOUT_S) exceeds the request timeout (" +
                          std::to_string(c.http_request_timeout_s) +
                          " s, MCP_EXEC_HTTP_REQUEST_TIMEOUT_S)");
+  }
+  if (c.pool_max != 0 && c.pool_max < c.pool_size) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "MCP_EXEC_POOL_MAX (" + std::to_string(c.pool_max) +
+                         ") is below MCP_EXEC_POOL_SIZE (" + std::to_string(c.pool_size) +
+                         "): the most sandboxes kept ready cannot be fewer than the least");
   }
   if (c.workspace_bytes < (64u << 10)) {
     return MakeError(ErrorCode::kInvalidArgument,

@@ -66,6 +66,7 @@ struct Config {
   // fastest that starts (exec/engine_choice.h); `mcp-exec run` is cold unless given --engine.
   EngineKind engine = EngineKind::kAuto;
   int pool_size = 2;                 // MCP_EXEC_POOL_SIZE: sandboxes kept ready (pool, zygote)
+  int pool_max = 0;                  // MCP_EXEC_POOL_MAX: ... after a burst; 0 unset (PoolMax)
   int zygote_max_forks = 1000;       // MCP_EXEC_ZYGOTE_MAX_FORKS: forks before it is replaced
   int zygote_max_age_s = 600;        // MCP_EXEC_ZYGOTE_MAX_AGE_S: its age when it is replaced
   int max_sessions = 8;              // MCP_EXEC_MAX_SESSIONS: open at once; 0: none
@@ -149,6 +150,10 @@ Result<void> ApplyEnv(const EnvLookup& env, Config& config);
 
 // Checks the ranges and the relations between values (default timeout within the maximum).
 Result<void> Validate(const Config& config);
+
+// The most sandboxes a warm engine keeps ready after a burst: MCP_EXEC_POOL_MAX, or when it is
+// unset 8, or MCP_EXEC_POOL_SIZE if that is larger.
+int PoolMax(const Config& config);
 
 // Reads the token from `config.auth_token_file` into `config.auth_token`, once, for `serve`;
 // nothing to do when no file is set. kInvalidArgument when a token is also given directly

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/ready_target.h"
 #include "log/log.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/zygote.h"
@@ -263,6 +264,8 @@ class PoolEngine final : public Engine {
         source_(std::move(source)),
         options_(options),
         warm_on_request_(cold_),
+        target_(options.size, options.refill ? options.max_size : options.size,
+                options.peak_window),
         stamp_(StampOf(*cold_)) {}
 
   ~PoolEngine() override {
@@ -288,10 +291,10 @@ class PoolEngine final : public Engine {
   EngineState State() const override {
     EngineState state;
     state.name = source_->Name();
-    state.target = options_.size;
     {
       std::lock_guard lock(mutex_);
       state.ready = ready_.size();
+      state.target = target_.Target(ReadyTarget::Clock::now());
     }
     source_->AddState(state);
     return state;
@@ -308,6 +311,7 @@ class PoolEngine final : public Engine {
 
   Result<sandbox::RunResult> Run(const sandbox::Program& program, const sandbox::RunLimits& limits,
                                  const sandbox::RunHooks& hooks) override {
+    const InFlight in_flight(*this);
     const bool rootfs_changed = DropIfRootfsChanged();
     bool made_for_run = false;
     for (;;) {
@@ -355,6 +359,31 @@ class PoolEngine final : public Engine {
   }
 
  private:
+  // A run of Run() from its start to its end, counted for the ready target. Both wake the
+  // refill: it may have more to prepare, or a time to let some go.
+  class InFlight {
+   public:
+    explicit InFlight(PoolEngine& engine) : engine_(engine) {
+      {
+        std::lock_guard lock(engine_.mutex_);
+        engine_.target_.RunStarted(ReadyTarget::Clock::now());
+      }
+      engine_.changed_.notify_all();
+    }
+    ~InFlight() {
+      {
+        std::lock_guard lock(engine_.mutex_);
+        engine_.target_.RunEnded();
+      }
+      engine_.changed_.notify_all();  // the refill's wait may end sooner now
+    }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+   private:
+    PoolEngine& engine_;
+  };
+
   // Sandboxes prepared before the rootfs was replaced or removed hold the old one, which no run
   // may get once that is seen: they are dropped, and this run is cold (an error if the rootfs is
   // gone). The refill makes new ones (for the zygote, from a new zygote) from the new rootfs.
@@ -388,7 +417,23 @@ class PoolEngine final : public Engine {
   }
 
   bool NeedsOne() const {
-    return ready_.size() < options_.size && (options_.refill || made_ < options_.size);
+    return ready_.size() < target_.Target(ReadyTarget::Clock::now()) &&
+           (options_.refill || made_ < options_.size);
+  }
+
+  // Past a burst, the target falls and the newest ready sandboxes above it go, with the memory
+  // they hold. Under the lock; destroys them without it.
+  void DropAboveTarget(std::unique_lock<std::mutex>& lock) {
+    std::deque<sandbox::Sandbox> extra;
+    const size_t target = target_.Target(ReadyTarget::Clock::now());
+    while (ready_.size() > target) {
+      extra.push_back(std::move(ready_.back()));
+      ready_.pop_back();
+    }
+    if (extra.empty()) return;
+    lock.unlock();
+    extra.clear();
+    lock.lock();
   }
 
   // A sandbox with `layer` mounted: the one prepared for it, else one made now on this thread.
@@ -445,8 +490,20 @@ class PoolEngine final : public Engine {
     auto retry = kFirstRetry;
     std::unique_lock lock(mutex_);
     for (;;) {
-      changed_.wait(lock, [this] { return stopping_ || NeedsOne() || !layered_wanted_.empty(); });
       if (stopping_) return;
+      DropAboveTarget(lock);
+      if (stopping_) return;
+      if (!NeedsOne() && layered_wanted_.empty()) {
+        // Until a run starts or ends, a sandbox is taken, or the target may fall (to let the
+        // sandboxes above it go); then everything is looked at again.
+        const ReadyTarget::Clock::time_point fall = target_.NextFall();
+        if (fall == ReadyTarget::Clock::time_point::max()) {
+          changed_.wait(lock);
+        } else {
+          changed_.wait_until(lock, fall);
+        }
+        continue;
+      }
       const RootfsStamp made_from = stamp_;
       if (!NeedsOne()) {
         // The plain pool is full: one for the layer a run took last.
@@ -512,6 +569,7 @@ class PoolEngine final : public Engine {
   WarmOnRequest warm_on_request_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
+  mutable ReadyTarget target_;  // how many to keep in ready_ (Target() lets a peak fall)
   std::deque<sandbox::Sandbox> ready_;
   // Sandboxes with a package layer, one per layer, the one prepared last at the back; and the
   // layers runs took, the last at the back, each to prepare one for.

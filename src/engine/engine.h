@@ -29,7 +29,7 @@ namespace mcpexec::engine {
 struct EngineState {
   const char* name = "cold";  // Engine::Name()
   size_t ready = 0;           // sandboxes prepared and waiting for a run (pool, zygote)
-  size_t target = 0;          // how many it keeps ready (MCP_EXEC_POOL_SIZE); 0 for cold
+  size_t target = 0;          // how many it keeps ready now (ReadyTarget); 0 for cold
   bool zygote = false;        // the zygote engine: the two fields below mean something
   bool zygote_alive = false;  // a zygote is running and waiting for forks
   uint64_t zygote_forks = 0;  // sandboxes forked from every zygote since start
@@ -117,7 +117,9 @@ std::shared_ptr<Engine> MakeLayeredEngine(std::shared_ptr<Engine> engine, LayerU
                                           std::shared_ptr<Engine> bound);
 
 struct PoolOptions {
-  size_t size = 2;     // sandboxes kept ready
+  size_t size = 2;      // sandboxes kept ready, at least (MCP_EXEC_POOL_SIZE)
+  size_t max_size = 8;  // kept ready after a burst of that many runs, at most (MCP_EXEC_POOL_MAX)
+  std::chrono::seconds peak_window{30};  // how long after a burst (ReadyTarget)
   bool refill = true;  // false: the first `size` only (a one-shot `mcp-exec run`)
   // zygote: when it is replaced (MCP_EXEC_ZYGOTE_MAX_FORKS, MCP_EXEC_ZYGOTE_MAX_AGE_S)
   uint64_t zygote_max_forks = 1000;

@@ -78,6 +78,7 @@ Result<std::shared_ptr<engine::Engine>> StartNamedEngine(
                            sandbox::Compile(spec, plan->LimitsBackend()));
   engine::PoolOptions options;
   options.size = use == EngineUse::kOneShot ? 1 : static_cast<size_t>(config.pool_size);
+  options.max_size = use == EngineUse::kOneShot ? 1 : static_cast<size_t>(config::PoolMax(config));
   options.refill = use == EngineUse::kServe;
   options.zygote_max_forks = static_cast<uint64_t>(config.zygote_max_forks);
   options.zygote_max_age = std::chrono::seconds(config.zygote_max_age_s);

@@ -15,6 +15,7 @@
 #include "../support/host_processes.h"
 #include "../support/sandbox_runner.h"
 #include "config/config.h"
+#include "engine/engine.h"
 #include "exec/exec.h"
 #include "sandbox/plan.h"
 #include "sandbox/sandbox.h"
@@ -298,6 +299,50 @@ TEST_F(ZygoteTest, AnEngineWhoseZygoteDiedRunsColdThenForksFromANewOne) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(warm_again) << "no run came from a new zygote";
+}
+
+// Fork ahead (docs/engine.md#fork-ahead) in the engine itself: after three runs at once it keeps
+// three ready, and once the window has passed without another, one again: the two above the
+// target are destroyed, not kept.
+TEST_F(ZygoteTest, AnEngineKeepsReadyWhatABurstRanThenFallsBack) {
+  sandbox::SandboxSpec spec = plan_->Spec();
+  spec.warm = true;
+  spec.zygote = true;
+  spec.preload = {"decimal"};
+  auto zygote_plan = sandbox::Compile(spec, plan_->LimitsBackend());
+  ASSERT_TRUE(zygote_plan.ok()) << zygote_plan.error().message;
+  engine::PoolOptions options;
+  options.size = 1;
+  options.max_size = 3;
+  options.peak_window = std::chrono::seconds(2);
+  auto engine = engine::MakeZygoteEngine(plan_, *zygote_plan, options);
+  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  auto state_becomes = [&](size_t target, size_t ready) {
+    engine::EngineState state;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    do {
+      state = (*engine)->State();
+      if (state.target == target && state.ready == ready) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (std::chrono::steady_clock::now() < deadline);
+    ADD_FAILURE() << "target " << state.target << ", ready " << state.ready << "; expected "
+                  << target << ", " << ready;
+    return false;
+  };
+  ASSERT_TRUE(state_becomes(1, 1));
+  std::vector<std::thread> runs;
+  for (int i = 0; i < 3; ++i) {
+    runs.emplace_back([&] {
+      auto r = (*engine)->Run(sandbox::Program{"import time; time.sleep(0.5)", ""},
+                              sandbox::RunLimits{}, {});
+      EXPECT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->stderr_data : r.error().message);
+    });
+  }
+  for (std::thread& t : runs) t.join();
+  ASSERT_TRUE(state_becomes(3, 3));
+  const size_t held = (*engine)->HeldInits().size();
+  EXPECT_TRUE(state_becomes(1, 1)) << "the burst's window passed";
+  EXPECT_EQ((*engine)->HeldInits().size(), held - 2) << "the two above the target are gone";
 }
 
 // The string hash seed is fixed when an interpreter starts: the runs of one zygote share it, and

@@ -1,7 +1,8 @@
 // /metrics and /readyz of a real `mcp-exec serve --transport http`, as root and as an
 // unprivileged user: exec calls of each kind show up in the counters, the scrape passes
 // `promtool check metrics` (Debian's prometheus package; its absence fails the test), and the
-// token guards /metrics unless MCP_EXEC_METRICS_AUTH=none.
+// token guards /metrics unless MCP_EXEC_METRICS_AUTH=none; a warm engine's ready sandboxes
+// follow the runs in flight.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -177,6 +178,46 @@ TEST_P(MetricsTest, ExecCallsAreCountedAndTheScrapePassesPromtool) {
   EXPECT_EQ(status, 0) << "promtool check metrics (Debian: apt-get install prometheus): " << said
                        << "\n" << m;
 
+  const Outcome stopped = Stop(server);
+  EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
+}
+
+// Fork ahead (docs/engine.md#fork-ahead): a zygote that keeps one sandbox ready keeps three
+// after three runs at once, so that the next three find theirs ready; not more than
+// MCP_EXEC_POOL_MAX. (The fall back after 30 s quiet is ReadyTarget's unit test.)
+TEST_P(MetricsTest, AWarmEngineKeepsReadyAsManyAsRanAtOnceUpToPoolMax) {
+  const int port = FreePort();
+  BackgroundRun server =
+      Serve(port, {"MCP_EXEC_ENGINE=zygote", "MCP_EXEC_PRELOAD=decimal", "MCP_EXEC_POOL_SIZE=1",
+                   "MCP_EXEC_POOL_MAX=3", "MCP_EXEC_MAX_CONCURRENCY=4"});
+  ASSERT_TRUE(Answers200(server, port, "/readyz")) << Stop(server).Describe();
+  const json init = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                     {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
+                                 {"clientInfo", {{"name", "metrics-test"}, {"version", "1"}}}}}};
+  const HttpReply opened = Request(port, "POST", "/mcp", kAuth, init.dump());
+  ASSERT_EQ(opened.status, 200) << opened.body;
+  const std::string session = opened.Header("Mcp-Session-Id");
+  auto scrape = [&] { return Request(port, "GET", "/metrics", kAuth).body; };
+  EXPECT_EQ(Sample(scrape(), "mcp_exec_engine_sandboxes_target"), 1);
+
+  // Four at once: one past the most.
+  std::vector<std::thread> calls;
+  for (int i = 0; i < 4; ++i) {
+    calls.emplace_back([&, i] {
+      const json r = Call(port, session, 10 + i, {{"code", "import time; time.sleep(1)"}});
+      EXPECT_EQ(r["structuredContent"]["exit_code"], 0) << r;
+    });
+  }
+  for (std::thread& t : calls) t.join();
+  std::string m;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    m = scrape();
+    if (Sample(m, "mcp_exec_engine_sandboxes_ready") == 3) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(Sample(m, "mcp_exec_engine_sandboxes_target"), 3) << m;
+  EXPECT_EQ(Sample(m, "mcp_exec_engine_sandboxes_ready"), 3) << m;
   const Outcome stopped = Stop(server);
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
 }

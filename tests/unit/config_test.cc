@@ -229,6 +229,29 @@ TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
   }
 }
 
+// MCP_EXEC_POOL_MAX: unset, 8 or the pool's size if larger; set, at least the pool's size.
+TEST(Config, PoolMaxFollowsThePoolSizeUnlessSetAndIsNeverBelowIt) {
+  Config c = Defaults("/r");
+  EXPECT_EQ(c.pool_max, 0);
+  EXPECT_EQ(PoolMax(c), 8);
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_POOL_SIZE", "12"}}), c).ok());
+  EXPECT_EQ(PoolMax(c), 12);
+  EXPECT_TRUE(Validate(c).ok());
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_POOL_MAX", "20"}}), c).ok());
+  EXPECT_EQ(PoolMax(c), 20);
+  EXPECT_TRUE(Validate(c).ok());
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_POOL_MAX", "4"}}), c).ok());
+  auto r = Validate(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message, HasSubstr("MCP_EXEC_POOL_MAX (4) is below MCP_EXEC_POOL_SIZE (12)"));
+  for (const char* bad : {"0", "65", "x"}) {
+    Config d = Defaults("/r");
+    auto e = ApplyEnv(Env({{"MCP_EXEC_POOL_MAX", bad}}), d);
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_THAT(e.error().message, HasSubstr("MCP_EXEC_POOL_MAX")) << bad;
+  }
+}
+
 TEST(Config, EnvironmentVariablesHaveTheirDefaultsAndParse) {
   Config c = Defaults("/r");
   EXPECT_TRUE(c.environments.empty()) << "unset: default and every built image";
