@@ -331,10 +331,10 @@ constexpr Setting kSettings[] = {
      .flag = "--pool-size",
      .type = T::kInt,
      .default_text = "2",
-     .help = "Sandboxes the pool (or zygote) keeps ready, 1 to 64",
-     .doc = "sandboxes the pool or the zygote keeps ready, 1 to 64; each pool sandbox holds an "
-            "interpreter with the preloads (about 85 MB with the default ones), a zygote's share "
-            "the zygote's",
+     .help = "Sandboxes the pool (or zygote) keeps ready at least, 1 to 64",
+     .doc = "sandboxes the pool or the zygote keeps ready at least, 1 to 64; each pool sandbox "
+            "holds an interpreter with the preloads (about 85 MB with the default ones), a "
+            "zygote's share the zygote's",
      .scope = S::kServe,
      .min = 1,
      .max = 64,
@@ -344,10 +344,11 @@ constexpr Setting kSettings[] = {
      .type = T::kInt,
      .default_text = "",
      .computed_default = "8, or `MCP_EXEC_POOL_SIZE` if larger",
-     .help = "Sandboxes kept ready after a burst of that many runs at once, 1 to 64, not below "
-             "MCP_EXEC_POOL_SIZE",
-     .doc = "sandboxes the pool or the zygote keeps ready for 30 s after a burst of that many "
-            "runs at once, 1 to 64, not below `MCP_EXEC_POOL_SIZE`",
+     .help = "Sandboxes kept ready for 30 s after that many runs at once, 1 to 64, not below "
+             "MCP_EXEC_POOL_SIZE (default: 8, or MCP_EXEC_POOL_SIZE if larger)",
+     .doc = "sandboxes the pool or the zygote keeps ready for 30 s after that many runs were in "
+            "flight at once (at most `MCP_EXEC_MAX_CONCURRENCY` are), 1 to 64, not below "
+            "`MCP_EXEC_POOL_SIZE`; each pool sandbox holds its own interpreter",
      .scope = S::kServe,
      .min = 1,
      .max = 64,

@@ -366,14 +366,14 @@ class PoolEngine final : public Engine {
     explicit InFlight(PoolEngine& engine) : engine_(engine) {
       {
         std::lock_guard lock(engine_.mutex_);
-        engine_.target_.RunStarted(ReadyTarget::Clock::now());
+        engine_.target_.RunStarted();
       }
       engine_.changed_.notify_all();
     }
     ~InFlight() {
       {
         std::lock_guard lock(engine_.mutex_);
-        engine_.target_.RunEnded();
+        engine_.target_.RunEnded(ReadyTarget::Clock::now());
       }
       engine_.changed_.notify_all();  // the refill's wait may end sooner now
     }
@@ -421,14 +421,15 @@ class PoolEngine final : public Engine {
            (options_.refill || made_ < options_.size);
   }
 
-  // Past a burst, the target falls and the newest ready sandboxes above it go, with the memory
-  // they hold. Under the lock; destroys them without it.
+  // Past a burst, the target falls and the oldest ready sandboxes above it go, with the memory
+  // they hold (and sooner a replaced zygote their forks keep). Under the lock; destroys them
+  // without it.
   void DropAboveTarget(std::unique_lock<std::mutex>& lock) {
     std::deque<sandbox::Sandbox> extra;
     const size_t target = target_.Target(ReadyTarget::Clock::now());
     while (ready_.size() > target) {
-      extra.push_back(std::move(ready_.back()));
-      ready_.pop_back();
+      extra.push_back(std::move(ready_.front()));
+      ready_.pop_front();
     }
     if (extra.empty()) return;
     lock.unlock();
@@ -493,10 +494,13 @@ class PoolEngine final : public Engine {
       if (stopping_) return;
       DropAboveTarget(lock);
       if (stopping_) return;
-      if (!NeedsOne() && layered_wanted_.empty()) {
+      // Once per pass: the target moves with the clock, and the branches below must agree.
+      const bool needs_one = NeedsOne();
+      if (!needs_one && layered_wanted_.empty()) {
         // Until a run starts or ends, a sandbox is taken, or the target may fall (to let the
         // sandboxes above it go); then everything is looked at again.
-        const ReadyTarget::Clock::time_point fall = target_.NextFall();
+        const ReadyTarget::Clock::time_point fall =
+            target_.NextFall(ReadyTarget::Clock::now());
         if (fall == ReadyTarget::Clock::time_point::max()) {
           changed_.wait(lock);
         } else {
@@ -505,7 +509,7 @@ class PoolEngine final : public Engine {
         continue;
       }
       const RootfsStamp made_from = stamp_;
-      if (!NeedsOne()) {
+      if (!needs_one) {
         // The plain pool is full: one for the layer a run took last.
         LayerUse layer = std::move(layered_wanted_.back());
         layered_wanted_.pop_back();
@@ -554,6 +558,7 @@ class PoolEngine final : public Engine {
         changed_.notify_all();
         return;
       }
+      // (Sandboxes above a falling target wait for the retry, at most kLongestRetry.)
       log::Warn("cannot prepare a sandbox; runs are cold until one is ready",
                 {{"engine", source_->Name()},
                  {"error", box.error().message},
@@ -569,7 +574,7 @@ class PoolEngine final : public Engine {
   WarmOnRequest warm_on_request_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  mutable ReadyTarget target_;  // how many to keep in ready_ (Target() lets a peak fall)
+  ReadyTarget target_;  // how many to keep in ready_
   std::deque<sandbox::Sandbox> ready_;
   // Sandboxes with a package layer, one per layer, the one prepared last at the back; and the
   // layers runs took, the last at the back, each to prepare one for.

@@ -5,34 +5,34 @@
 namespace mcpexec::engine {
 
 ReadyTarget::ReadyTarget(size_t floor, size_t ceiling, std::chrono::seconds window)
-    : floor_(floor), ceiling_(std::max(floor, ceiling)), window_(window) {}
+    : floor_(floor),
+      ceiling_(std::max(floor, ceiling)),
+      window_(window),
+      held_until_(ceiling_ + 1, Clock::time_point::min()) {}
 
-void ReadyTarget::RunStarted(Clock::time_point now) {
-  ++in_flight_;
-  (void)Target(now);  // lets an old peak fall before this one is compared with it
-  if (in_flight_ >= peak_) {
-    peak_ = in_flight_;
-    peak_at_ = now;
-  }
+void ReadyTarget::RunStarted() { ++in_flight_; }
+
+void ReadyTarget::RunEnded(Clock::time_point now) {
+  if (in_flight_ == 0) return;
+  if (in_flight_ <= ceiling_) held_until_[in_flight_] = now;
+  --in_flight_;
 }
 
-void ReadyTarget::RunEnded() {
-  if (in_flight_ > 0) --in_flight_;
+size_t ReadyTarget::Target(Clock::time_point now) const {
+  size_t level = std::min(in_flight_, ceiling_);
+  for (size_t k = ceiling_; k > level; --k) {
+    if (held_until_[k] != Clock::time_point::min() && now - held_until_[k] < window_) {
+      level = k;
+      break;
+    }
+  }
+  return std::max(level, floor_);
 }
 
-size_t ReadyTarget::Target(Clock::time_point now) {
-  if (peak_ > in_flight_ && now - peak_at_ >= window_) {
-    peak_ = in_flight_;
-    peak_at_ = now;
-  }
-  return std::clamp(peak_, floor_, ceiling_);
-}
-
-ReadyTarget::Clock::time_point ReadyTarget::NextFall() const {
-  if (std::clamp(peak_, floor_, ceiling_) == floor_ || peak_ <= in_flight_) {
-    return Clock::time_point::max();
-  }
-  return peak_at_ + window_;
+ReadyTarget::Clock::time_point ReadyTarget::NextFall(Clock::time_point now) const {
+  const size_t target = Target(now);
+  if (target == floor_ || target <= in_flight_) return Clock::time_point::max();
+  return held_until_[target] + window_;
 }
 
 }  // namespace mcpexec::engine

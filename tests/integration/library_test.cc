@@ -302,7 +302,7 @@ TEST_F(ZygoteTest, AnEngineWhoseZygoteDiedRunsColdThenForksFromANewOne) {
 }
 
 // Fork ahead (docs/engine.md#fork-ahead) in the engine itself: after three runs at once it keeps
-// three ready, and once the window has passed without another, one again: the two above the
+// three ready, and once the window has passed since they ended, one again: the two above the
 // target are destroyed, not kept.
 TEST_F(ZygoteTest, AnEngineKeepsReadyWhatABurstRanThenFallsBack) {
   sandbox::SandboxSpec spec = plan_->Spec();
@@ -314,7 +314,7 @@ TEST_F(ZygoteTest, AnEngineKeepsReadyWhatABurstRanThenFallsBack) {
   engine::PoolOptions options;
   options.size = 1;
   options.max_size = 3;
-  options.peak_window = std::chrono::seconds(2);
+  options.peak_window = std::chrono::seconds(3);
   auto engine = engine::MakeZygoteEngine(plan_, *zygote_plan, options);
   ASSERT_TRUE(engine.ok()) << engine.error().message;
   auto state_becomes = [&](size_t target, size_t ready) {

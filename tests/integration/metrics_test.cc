@@ -191,9 +191,10 @@ TEST_P(MetricsTest, AWarmEngineKeepsReadyAsManyAsRanAtOnceUpToPoolMax) {
       Serve(port, {"MCP_EXEC_ENGINE=zygote", "MCP_EXEC_PRELOAD=decimal", "MCP_EXEC_POOL_SIZE=1",
                    "MCP_EXEC_POOL_MAX=3", "MCP_EXEC_MAX_CONCURRENCY=4"});
   ASSERT_TRUE(Answers200(server, port, "/readyz")) << Stop(server).Describe();
-  const json init = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                     {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
-                                 {"clientInfo", {{"name", "metrics-test"}, {"version", "1"}}}}}};
+  const json init = {
+      {"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+      {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
+                  {"clientInfo", {{"name", "metrics-test"}, {"version", "1"}}}}}};
   const HttpReply opened = Request(port, "POST", "/mcp", kAuth, init.dump());
   ASSERT_EQ(opened.status, 200) << opened.body;
   const std::string session = opened.Header("Mcp-Session-Id");

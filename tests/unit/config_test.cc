@@ -243,7 +243,10 @@ TEST(Config, PoolMaxFollowsThePoolSizeUnlessSetAndIsNeverBelowIt) {
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_POOL_MAX", "4"}}), c).ok());
   auto r = Validate(c);
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.error().message, HasSubstr("MCP_EXEC_POOL_MAX (4) is below MCP_EXEC_POOL_SIZE (12)"));
+  EXPECT_THAT(r.error().message,
+              HasSubstr("MCP_EXEC_POOL_MAX (4) is below MCP_EXEC_POOL_SIZE (12)"));
+  ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_POOL_MAX", "12"}}), c).ok());
+  EXPECT_TRUE(Validate(c).ok()) << "as many as the size is allowed";
   for (const char* bad : {"0", "65", "x"}) {
     Config d = Defaults("/r");
     auto e = ApplyEnv(Env({{"MCP_EXEC_POOL_MAX", bad}}), d);
