@@ -297,17 +297,12 @@ def _zygote(ctl, setup):
         os._exit(1)
     zygote_pid = os.getpid()
 
-    # A run's first process ends as soon as it has forked the run's init: reaped at once, it
-    # no longer counts against the run's pids (the supervisor waits for that).
-    def reap(*_):
-        while True:
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    return
-            except ChildProcessError:
-                return
-
-    signal.signal(signal.SIGCHLD, reap)
+    # A run's first process ends as soon as it has cloned the run's init, and must then be gone
+    # at once: until it is, it counts against the run's pids (the supervisor waits for that).
+    # With SIGCHLD ignored the kernel reaps the zygote's children as they end: no handler that a
+    # signal between the loop's last look and its blocking recv would leave unrun. (The run's
+    # processes do not inherit it, EnterZygoteRun.)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, ctl)
     os.write(ctl, b"R")
     while True:
@@ -337,7 +332,7 @@ def _zygote(ctl, setup):
         control.detach()
         start = 5
         try:
-            # As its init's (EnterZygoteRun): the zygote's reaper is not the program's.
+            # As its init's (EnterZygoteRun): the zygote's disposition is not the program's.
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             # What the zygote's import system knew of the packages directory (the layers it had
             # when it started) is dropped.

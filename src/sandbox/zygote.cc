@@ -7,6 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "base/sys.h"
@@ -48,12 +51,30 @@ struct FirstProcess {
   }
 };
 
-Result<void> WaitUntilReaped(int pidfd, std::chrono::steady_clock::time_point deadline) {
+// What /proc says of a process that should be gone, for the error when it is not: its state
+// (Z: it ended and the zygote did not wait for it) and, when still running, where it waits.
+std::string StateOf(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::ifstream stat_file(dir + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return "its state cannot be read";
+  const char state = stat[paren + 2];
+  if (state == 'Z') return "it ended and the zygote did not wait for it";
+  std::ifstream wchan_file(dir + "/wchan");
+  std::string wchan;
+  std::getline(wchan_file, wchan);
+  return std::string("it has not ended: state ") + state +
+         (wchan.empty() || wchan == "0" ? "" : ", waiting in " + wchan);
+}
+
+Result<void> WaitUntilReaped(int pidfd, pid_t pid, std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     if (syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0 && errno == ESRCH) return Ok();
     if (std::chrono::steady_clock::now() >= deadline) {
       return MakeError(ErrorCode::kDeadlineExceeded,
-                       "the zygote did not reap a run's first process in time");
+                       "the zygote did not reap a run's first process in time (" + StateOf(pid) +
+                           ")");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -147,7 +168,7 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout, std::string_view
   }
   // The first process ended once it forked the init; until the zygote has reaped it, it counts
   // in the run's pids (and in its user namespace's process count, the rlimit backend's).
-  MCPEXEC_RETURN_IF_ERROR(WaitUntilReaped(first.pidfd.Get(), deadline));
+  MCPEXEC_RETURN_IF_ERROR(WaitUntilReaped(first.pidfd.Get(), first_pid, deadline));
   first.pidfd.Reset();
   // What the fork holds (its processes' page tables and the pages they have written) is the
   // sandbox's, not the program's: the limits apply on top, as in a pool sandbox.

@@ -203,9 +203,9 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
   // The descriptors first, so that a failure is reported on the run's report socket.
   const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], -1, fds[4]};
   child::SetupFds(sources);
-  // The zygote reaps its forks in a SIGCHLD handler: the run's init must not inherit it, or a
-  // program that ended before the init reached its wait loop would be reaped unreported. (The
-  // program's Python sets its own table to match, warm_agent.cc.)
+  // The zygote ignores SIGCHLD, so that the kernel reaps its forks: the run's init must not
+  // inherit that, or its program would be reaped unreported, and neither may the program's own
+  // children. (The program's Python sets its own table to match, warm_agent.cc.)
   struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   if (sigaction(SIGCHLD, &dfl, nullptr) != 0) Fail(ChildStep::kSignals);
