@@ -304,6 +304,9 @@ def _zygote(ctl, setup):
     # processes do not inherit it, EnterZygoteRun.)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, ctl)
+    # Last, when the imports have made all the memory the runs will share: every fork copies
+    # its mappings, and a 2 MiB page is one to copy where 4 KiB pages are 512.
+    runs.collapse_memory()
     os.write(ctl, b"R")
     while True:
         message, fds, _, _ = socket.recv_fds(control, 128, 5)
