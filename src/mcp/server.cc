@@ -10,13 +10,9 @@
 #include "mcp/protocol.h"
 
 namespace mcpexec::mcp {
-namespace {
-
 using nlohmann::json;
 
-std::string IdKey(const jsonrpc::Id& id) { return id.dump(); }
-
-}  // namespace
+std::string Session::IdKey(const jsonrpc::Id& id) { return id.dump(); }
 
 json ToolError(const std::string& message) {
   return {{"content", json::array({{{"type", "text"}, {"text", message}}})}, {"isError", true}};
@@ -283,7 +279,7 @@ std::shared_ptr<Session::InFlight> Session::Admit(const std::string& key, bool& 
   if (!flight->cancel.Valid()) throw std::runtime_error("eventfd failed");
   std::lock_guard lock(mu_);
   if (closed_.load()) return nullptr;
-  if (!in_flight_.emplace(key, flight).second) {
+  if (task_waits_.count(key) != 0 || !in_flight_.emplace(key, flight).second) {
     duplicate = true;
     return nullptr;
   }
@@ -360,22 +356,33 @@ void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
   sink->Send(jsonrpc::MakeResult(request.id, Busy(era)), true);
 }
 
+std::string Session::BusyMessage() const {
+  return "the server is busy: " + std::to_string(server_.Pool().Workers()) +
+         " runs are in progress (MCP_EXEC_MAX_CONCURRENCY) and " +
+         std::to_string(server_.Pool().QueueCapacity()) +
+         " are waiting (MCP_EXEC_MAX_QUEUE); try again shortly";
+}
+
 json Session::Busy(const CallEra& era) const {
-  json busy = ToolError("the server is busy: " + std::to_string(server_.Pool().Workers()) +
-                        " runs are in progress and " +
-                        std::to_string(server_.Pool().QueueCapacity()) +
-                        " are waiting; try again shortly");
+  json busy = ToolError(BusyMessage());
   return era.stateless ? Stateless(std::move(busy)) : busy;
 }
 
 void Session::Cancel(const jsonrpc::Id& request_id) {
   std::shared_ptr<InFlight> flight;
+  std::vector<TaskWait> waits;
   {
     std::lock_guard lock(mu_);
-    auto it = in_flight_.find(IdKey(request_id));
-    if (it == in_flight_.end()) return;  // finished already, or never ours: the race is allowed
-    flight = it->second;
+    const std::string key = IdKey(request_id);
+    if (auto wait = task_waits_.find(key); wait != task_waits_.end()) {
+      waits.push_back(wait->second);  // a tasks/result: the task itself runs on
+      task_waits_.erase(wait);
+    }
+    auto it = in_flight_.find(key);
+    if (it != in_flight_.end()) flight = it->second;
   }
+  StopWaiting(waits);
+  if (!flight) return;  // finished already, or never ours: the race is allowed
   if (flight->cancelled.exchange(true)) return;
   const uint64_t one = 1;
   (void)!write(flight->cancel.Get(), &one, sizeof one);
@@ -388,7 +395,23 @@ void Session::Close() {
     // Nobody else can reach this caller's tasks: their runs stop and their results go.
     server_.Tasks().DropOwner(caller_);
   }
+  std::vector<TaskWait> waits;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, wait] : task_waits_) waits.push_back(wait);
+    task_waits_.clear();
+  }
+  StopWaiting(waits);
   CancelAll();
+}
+
+void Session::StopWaiting(const std::vector<TaskWait>& waits) {
+  for (const TaskWait& wait : waits) {
+    auto task = wait.task.lock();
+    if (!task) continue;
+    if (wait.number != 0) server_.Tasks().StopWaiting(task, wait.number);
+    task->DropNotificationSink(wait.sink);
+  }
 }
 
 void Session::CancelAll() {

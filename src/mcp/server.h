@@ -130,11 +130,17 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Sends `message` as the final reply to a request.
   static Handled Reply(const Sink& sink, const nlohmann::json& message);
+  // A request id as the key of in_flight_ and task_waits_.
+  static std::string IdKey(const jsonrpc::Id& id);
   Handled HandleStateless(const jsonrpc::Request& request, Sink sink);
   Handled Run(const Method& method, const jsonrpc::Request& request, Sink sink,
               const CallEra& era);
-  // The tool error a call gets when the worker pool's queue is full.
+  // The tool error a call gets when the worker pool's queue is full, and its text.
   nlohmann::json Busy(const CallEra& era) const;
+  std::string BusyMessage() const;
+  // The answer to a task request that makes no task (a limit, or the pool's queue is full).
+  nlohmann::json RefusedTask(const jsonrpc::Id& id, const std::string& why,
+                             const CallEra& era) const;
   // `result` with what every result of the stateless era carries: resultType and serverInfo.
   nlohmann::json Stateless(nlohmann::json result) const;
 
@@ -205,6 +211,18 @@ class Session : public std::enable_shared_from_this<Session> {
   mutable std::mutex mu_;
   std::string protocol_version_;
   std::map<std::string, std::shared_ptr<InFlight>> in_flight_;  // by serialized request id
+  // The tasks/result requests waiting for their task's end, by serialized request id: Cancel
+  // and Close drop them, so that a client that gave up on one frees its place.
+  struct TaskWait {
+    std::weak_ptr<Task> task;
+    uint64_t tag = 0;     // this session's, new for each wait: an id may be reused once answered
+    uint64_t number = 0;  // TaskStore::WhenDone's; 0 until it is known
+    const MessageSink* sink = nullptr;  // the request's, which the task may send notifications to
+  };
+  std::map<std::string, TaskWait> task_waits_;
+  uint64_t task_wait_tags_ = 0;
+  // Drops the waits Cancel or Close took out of task_waits_.
+  void StopWaiting(const std::vector<TaskWait>& waits);
 };
 
 }  // namespace mcpexec::mcp

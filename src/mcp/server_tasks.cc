@@ -67,6 +67,14 @@ json TooManyWaiters(const jsonrpc::Id& id) {
 
 }  // namespace
 
+json Session::RefusedTask(const jsonrpc::Id& id, const std::string& why, const CallEra& era) const {
+  // The stateless era's call may answer a tool result. A 2025-11-25 task request must be
+  // answered with a CreateTaskResult or an error: the official 1.x SDK reads nothing else, and
+  // would show its own parse error instead of `why`.
+  if (era.stateless) return jsonrpc::MakeResult(id, Stateless(ToolError(why)));
+  return jsonrpc::MakeError(id, jsonrpc::kInternalError, why);
+}
+
 bool Session::HandshakeTasks() const {
   return server_.Tasks().Enabled() && ProtocolVersion() == kTasksProtocolVersion;
 }
@@ -124,9 +132,7 @@ Handled Session::StartTask(Tool* tool, json arguments, const TaskCall& call,
   auto created = store.Create(caller_, call.ttl_ms);
   if (!created.ok()) {
     log::Warn("task refused", {{"session", id_}, {"error", created.error().message}});
-    json refused = ToolError(created.error().message);
-    if (era.stateless) refused = Stateless(std::move(refused));
-    return Reply(sink, jsonrpc::MakeResult(request.id, std::move(refused)));
+    return Reply(sink, RefusedTask(request.id, created.error().message, era));
   }
   std::shared_ptr<Task> task = std::move(*created);
   // A connection that closed meanwhile has had its tasks dropped; this one would be out of reach.
@@ -198,7 +204,7 @@ Handled Session::StartTask(Tool* tool, json arguments, const TaskCall& call,
   if (!server_.Pool().TrySubmit(std::move(run))) {
     store.Discard(task);
     log::Warn("server busy", {{"session", id_}, {"task", context.request_id}});
-    return Reply(sink, jsonrpc::MakeResult(request.id, Busy(era)));
+    return Reply(sink, RefusedTask(request.id, BusyMessage(), era));
   }
   log::Debug("task started", {{"session", id_}, {"task", context.request_id}});
   if (era.stateless) {
@@ -253,12 +259,48 @@ Handled Session::TasksResult(const jsonrpc::Request& request, Sink sink, const C
   auto found = FindTask(request, era);
   if (auto* error = std::get_if<json>(&found)) return Reply(sink, *error);
   auto task = std::get<std::shared_ptr<Task>>(found);
+  const std::string key = IdKey(request.id);
+  uint64_t tag;
+  {
+    std::lock_guard lock(mu_);
+    tag = ++task_wait_tags_;
+    if (in_flight_.count(key) != 0 ||
+        !task_waits_.emplace(key, TaskWait{task, tag, 0, sink.get()}).second) {
+      return Reply(sink, jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
+                                            "a request with this id is still running"));
+    }
+  }
   // Waits without a thread: the answer goes out when the run ends. Meanwhile the run's
   // notifications follow this request, whose stream stays open until then.
-  const bool waiting = server_.Tasks().WhenDone(task, [sink, id = request.id](const TaskView& view) {
-    sink->Send(PayloadResponse(id, view), true);
-  });
-  if (!waiting) return Reply(sink, TooManyWaiters(request.id));
+  std::weak_ptr<Session> weak = weak_from_this();
+  const auto number = server_.Tasks().WhenDone(
+      task, TaskStore::kWaitForResult, [weak, key, tag, sink, id = request.id](const TaskView& view) {
+        if (auto self = weak.lock()) {
+          std::lock_guard lock(self->mu_);
+          auto wait = self->task_waits_.find(key);
+          if (wait != self->task_waits_.end() && wait->second.tag == tag) {
+            self->task_waits_.erase(wait);
+          }
+        }
+        sink->Send(PayloadResponse(id, view), true);
+      });
+  bool dropped_meanwhile = false;  // by Cancel or Close, before the wait's number was known
+  {
+    std::lock_guard lock(mu_);
+    auto wait = task_waits_.find(key);
+    if (wait == task_waits_.end() || wait->second.tag != tag) {
+      dropped_meanwhile = number && *number != 0;
+    } else if (!number) {
+      task_waits_.erase(wait);
+    } else {
+      wait->second.number = *number;
+    }
+  }
+  if (dropped_meanwhile) {
+    server_.Tasks().StopWaiting(task, *number);  // no effect once it has ended
+    return Handled::kResponding;                  // given up: nothing is answered
+  }
+  if (!number) return Reply(sink, TooManyWaiters(request.id));
   task->SetNotificationSink(sink);
   return Handled::kResponding;
 }
@@ -292,7 +334,7 @@ Handled Session::TasksCancel(const jsonrpc::Request& request, Sink sink, const C
   if (auto* error = std::get_if<json>(&found)) return Reply(sink, *error);
   auto task = std::get<std::shared_ptr<Task>>(found);
   TaskStore& store = server_.Tasks();
-  if (!store.HasRoomToWait(task)) return Reply(sink, TooManyWaiters(request.id));
+  // The run is asked to stop first, however many requests wait for the task.
   if (!store.RequestCancel(task)) {
     // Ended already. 2025-11-25 says so; the extension acknowledges a cancel of an ended task
     // as it does any other.
@@ -305,8 +347,9 @@ Handled Session::TasksCancel(const jsonrpc::Request& request, Sink sink, const C
   log::Info("task cancel requested", {{"session", id_}, {"task", "task:" + task->Id().substr(0, 8)}});
   // The answer waits for the run to return: its processes are dead by then.
   auto self = shared_from_this();
-  const bool waiting = store.WhenDone(
-      task, [self, sink, id = request.id, stateless = era.stateless](const TaskView& view) {
+  const auto waiting = store.WhenDone(
+      task, TaskStore::kWaitForCancel,
+      [self, sink, id = request.id, stateless = era.stateless](const TaskView& view) {
         json result = stateless ? self->Stateless(json::object()) : TaskFields(view, false);
         sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
       });

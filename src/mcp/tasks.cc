@@ -54,6 +54,12 @@ void Task::SetNotificationSinkIfNone(std::shared_ptr<MessageSink> sink) {
   if (!notify_ && !IsTerminal(view_.status)) notify_ = std::move(sink);
 }
 
+void Task::DropNotificationSink(const MessageSink* sink) {
+  std::shared_ptr<MessageSink> dropped;  // released after the lock
+  std::lock_guard lock(mu_);
+  if (notify_.get() == sink) dropped = std::move(notify_);
+}
+
 std::optional<nlohmann::json> Task::AwaitInput(const nlohmann::json& requests) {
   std::unique_lock lock(mu_);
   if (cancel_requested_ || IsTerminal(view_.status)) return std::nullopt;
@@ -131,6 +137,7 @@ Result<std::shared_ptr<Task>> TaskStore::Create(const std::string& owner,
   task->seq_ = ++created_;
   ++running_by_owner_[owner];
   ++running_;
+  ++shares_[owner].kept;
   tasks_.emplace(task->id_, task);
   order_.push_back(task->id_);
   return task;
@@ -159,12 +166,16 @@ bool TaskStore::EndLocked(Task& task, TaskStatus status, nlohmann::json payload,
     if (status == TaskStatus::kCancelled && task.view_.status_message == "cancelling") {
       task.view_.status_message = "cancelled by the client";
     }
+    if (status == TaskStatus::kFailed && payload.is_object()) {
+      task.view_.status_message = payload.value("message", std::string("the task failed"));
+    }
     task.payload_bytes_ = bytes;
     task.ended_steady_ = std::chrono::steady_clock::now();
     task.view_.payload = std::move(payload);
     task.view_.input_requests = nullptr;
     task.notify_.reset();
-    ended.callbacks.swap(task.on_done_);
+    for (Task::Waiter& waiter : task.on_done_) ended.callbacks.push_back(std::move(waiter.done));
+    task.on_done_.clear();
     ended.view = task.view_;
   }
   auto owner = running_by_owner_.find(task.owner_);
@@ -188,26 +199,42 @@ void TaskStore::Finish(const std::shared_ptr<Task>& task, TaskStatus status,
     // A task forgotten while it ran (DropOwner) is not kept.
     if (tasks_.count(task->id_) != 0) {
       result_bytes_ += bytes;
+      Share& share = shares_[task->owner_];
+      share.result_bytes += bytes;
+      share.ended.push_back(task->id_);
       Evict(false);
     }
   }
   for (auto& done : ended.callbacks) done(ended.view);
 }
 
-bool TaskStore::WhenDone(const std::shared_ptr<Task>& task,
-                         std::function<void(const TaskView&)> done) {
+std::optional<uint64_t> TaskStore::WhenDone(const std::shared_ptr<Task>& task, WaitKind kind,
+                                            std::function<void(const TaskView&)> done) {
   TaskView view;
   {
     std::lock_guard lock(task->mu_);
     if (!IsTerminal(task->view_.status)) {
-      if (task->on_done_.size() >= kMaxWaiters) return false;
-      task->on_done_.push_back(std::move(done));
-      return true;
+      const auto same_kind = std::count_if(task->on_done_.begin(), task->on_done_.end(),
+                                           [kind](const Task::Waiter& w) { return w.kind == kind; });
+      if (static_cast<size_t>(same_kind) >= kMaxWaiters) return std::nullopt;
+      const uint64_t number = ++task->waits_made_;
+      task->on_done_.push_back({number, kind, std::move(done)});
+      return number;
     }
     view = task->view_;
   }
   done(view);
-  return true;
+  return 0;
+}
+
+void TaskStore::StopWaiting(const std::shared_ptr<Task>& task, uint64_t wait) {
+  std::function<void(const TaskView&)> dropped;  // released after the lock: it may hold a sink
+  std::lock_guard lock(task->mu_);
+  auto it = std::find_if(task->on_done_.begin(), task->on_done_.end(),
+                         [wait](const Task::Waiter& w) { return w.number == wait; });
+  if (it == task->on_done_.end()) return;
+  dropped = std::move(it->done);
+  task->on_done_.erase(it);
 }
 
 void TaskStore::MarkCancelled(const std::shared_ptr<Task>& task, const std::string& why) {
@@ -215,11 +242,6 @@ void TaskStore::MarkCancelled(const std::shared_ptr<Task>& task, const std::stri
   if (IsTerminal(task->view_.status)) return;
   task->cancel_requested_ = true;
   task->view_.status_message = why;
-}
-
-bool TaskStore::HasRoomToWait(const std::shared_ptr<Task>& task) const {
-  std::lock_guard lock(task->mu_);
-  return task->on_done_.size() < kMaxWaiters;
 }
 
 bool TaskStore::RequestCancel(const std::shared_ptr<Task>& task) {
@@ -289,7 +311,7 @@ void TaskStore::Discard(const std::shared_ptr<Task>& task) {
                    {{"code", -32603}, {"message", "the task's run could not start"}}, 0, ended)) {
       return;
     }
-    tasks_.erase(task->id_);
+    if (auto it = tasks_.find(task->id_); it != tasks_.end()) Forget(it, false);
   }
   for (auto& done : ended.callbacks) done(ended.view);
 }
@@ -309,12 +331,15 @@ TaskStore::Stats TaskStore::GetStats() const {
 }
 
 void TaskStore::Forget(std::map<std::string, std::shared_ptr<Task>>::iterator it, bool early) {
+  auto share = shares_.find(it->second->owner_);
   {
     std::lock_guard task_lock(it->second->mu_);
     if (IsTerminal(it->second->view_.status)) {
       result_bytes_ -= it->second->payload_bytes_;
+      if (share != shares_.end()) share->second.result_bytes -= it->second->payload_bytes_;
     }
   }
+  if (share != shares_.end() && --share->second.kept == 0) shares_.erase(share);
   if (early) ++dropped_;
   tasks_.erase(it);
 }
@@ -343,29 +368,28 @@ void TaskStore::Evict(bool need_slot) {
       kept.push_back(id);
     }
     order_.swap(kept);
+    for (auto& [owner, share] : shares_) {
+      std::erase_if(share.ended, [this](const std::string& id) { return tasks_.count(id) == 0; });
+    }
   }
-  // Over a limit: the oldest ended tasks go first, until within it. Running ones are skipped.
-  auto over = [&] {
-    return (need_slot && tasks_.size() >= limits_.max_tasks) ||
-           result_bytes_ > limits_.max_result_bytes;
-  };
-  for (auto id = order_.begin(); id != order_.end() && over();) {
-    auto it = tasks_.find(*id);
-    if (it == tasks_.end()) {
-      id = order_.erase(id);
-      continue;
+  // Over a limit: an ended task goes, the oldest of the owner that keeps the most of what is
+  // over, until within it. Running ones stay. One pass over the owners each, not the tasks.
+  for (;;) {
+    const bool slots = need_slot && tasks_.size() >= limits_.max_tasks;
+    if (!slots && result_bytes_ <= limits_.max_result_bytes) return;
+    Share* most = nullptr;
+    for (auto& [owner, share] : shares_) {
+      while (!share.ended.empty() && tasks_.count(share.ended.front()) == 0) share.ended.pop_front();
+      if (share.ended.empty()) continue;
+      if (most == nullptr || (slots ? share.kept > most->kept
+                                    : share.result_bytes > most->result_bytes)) {
+        most = &share;
+      }
     }
-    bool ended;
-    {
-      std::lock_guard task_lock(it->second->mu_);
-      ended = IsTerminal(it->second->view_.status);
-    }
-    if (!ended) {
-      ++id;
-      continue;
-    }
-    Forget(it, !Expired(*it->second, now));
-    id = order_.erase(id);
+    if (most == nullptr) return;  // every kept task runs
+    auto it = tasks_.find(most->ended.front());
+    most->ended.pop_front();
+    Forget(it, !Expired(*it->second, now));  // may erase *most
   }
 }
 

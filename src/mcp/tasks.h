@@ -84,6 +84,9 @@ class Task {
   std::shared_ptr<MessageSink> NotificationSink() const;
   void SetNotificationSink(std::shared_ptr<MessageSink> sink);
   void SetNotificationSinkIfNone(std::shared_ptr<MessageSink> sink);
+  // The request whose sink that is went away (tasks/result given up): nothing goes there, and
+  // its reply queue is not kept alive.
+  void DropNotificationSink(const MessageSink* sink);
 
   // Called by the run: shows `requests` ({key: {method, params}}) to the client as
   // input_required and waits until every key has an answer (Answer). Returns the answers by key,
@@ -110,8 +113,15 @@ class Task {
   bool cancel_requested_ = false;
   size_t payload_bytes_ = 0;
   std::shared_ptr<MessageSink> notify_;
-  // Called once each, with the terminal view, when the task ends.
-  std::vector<std::function<void(const TaskView&)>> on_done_;
+  // Requests waiting for the task's end (TaskStore::WhenDone): each called once, with the
+  // terminal view, when it ends, unless dropped first (StopWaiting).
+  struct Waiter {
+    uint64_t number;
+    int kind;  // TaskStore::WaitKind
+    std::function<void(const TaskView&)> done;
+  };
+  std::vector<Waiter> on_done_;
+  uint64_t waits_made_ = 0;
 };
 
 class TaskStore {
@@ -137,13 +147,20 @@ class TaskStore {
   // that has ended. Runs the task's WhenDone callbacks.
   void Finish(const std::shared_ptr<Task>& task, TaskStatus status, nlohmann::json payload);
 
-  // Calls `done` with the task's terminal view: at once when it has ended, else when it ends
-  // (on the thread that ends it). Never blocks. False, and `done` dropped, when kMaxWaiters
-  // requests wait for the task already.
+  // What a request waits for: the task's outcome (tasks/result), or its run's end once asked to
+  // stop (tasks/cancel). Each kind has kMaxWaiters places a task, so that requests waiting for
+  // the outcome never keep the owner from cancelling it.
+  enum WaitKind { kWaitForResult, kWaitForCancel };
   static constexpr size_t kMaxWaiters = 8;
-  bool WhenDone(const std::shared_ptr<Task>& task, std::function<void(const TaskView&)> done);
-  // Whether WhenDone would take one more waiter now.
-  bool HasRoomToWait(const std::shared_ptr<Task>& task) const;
+  // Calls `done` with the task's terminal view: at once when it has ended, else when it ends
+  // (on the thread that ends it). Never blocks. Returns the wait's number for StopWaiting (0
+  // when `done` was called at once), or nullopt, and `done` dropped, when kMaxWaiters requests
+  // of `kind` wait for the task already.
+  std::optional<uint64_t> WhenDone(const std::shared_ptr<Task>& task, WaitKind kind,
+                                   std::function<void(const TaskView&)> done);
+  // Drops a wait whose request went away (cancelled, or its stream closed) before the task
+  // ended: `done` is not called, and its place is free again.
+  void StopWaiting(const std::shared_ptr<Task>& task, uint64_t wait);
 
   // Asks a running task's run to stop (its cancel fd becomes readable); the task ends
   // kCancelled when the run returns. False when the task had ended already.
@@ -182,8 +199,10 @@ class TaskStore {
   // asked) and `payload` of `bytes`; false when it had ended already.
   bool EndLocked(Task& task, TaskStatus status, nlohmann::json payload, size_t bytes,
                  Ended& ended);
-  // With mu_ held: drops terminal tasks past their TTL, then the oldest terminal ones while
-  // `need_slot` (one more task must fit) or the result bytes exceed the limit.
+  // With mu_ held: drops terminal tasks past their TTL, then, while `need_slot` (one more task
+  // must fit) or the result bytes exceed the limit, the oldest terminal one of the owner that
+  // keeps the most (tasks, or result bytes): a client's flood drops its own results before
+  // another client's.
   void Evict(bool need_slot);
   // Ended, past its TTL and past the grace after its end.
   bool Expired(const Task& task, std::chrono::steady_clock::time_point now) const;
@@ -195,6 +214,14 @@ class TaskStore {
   std::deque<std::string> order_;                       // ids, oldest first (may hold gone ones)
   std::chrono::steady_clock::time_point last_sweep_;    // Evict's pass over every task
   std::map<std::string, size_t> running_by_owner_;
+  // What each owner keeps, for Evict: its tasks, its results' bytes, and its ended tasks' ids,
+  // oldest first (they may include forgotten ones). Gone with the owner's last task.
+  struct Share {
+    size_t kept = 0;
+    size_t result_bytes = 0;
+    std::deque<std::string> ended;
+  };
+  std::map<std::string, Share> shares_;
   size_t running_ = 0;
   size_t result_bytes_ = 0;
   uint64_t created_ = 0;

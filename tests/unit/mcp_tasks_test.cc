@@ -77,6 +77,38 @@ TEST(TaskStore, RunningTasksAreLimitedPerCallerAndInAll) {
   EXPECT_EQ(store.Find("a", a2->Id()), a2);
 }
 
+// A client that floods the store drops its own ended tasks, not another client's older ones.
+TEST(TaskStore, AFloodDropsTheFloodersResultsBeforeAnothersOlderOnes) {
+  TaskStore store(SmallLimits());  // 4 kept, 2 running per caller, 1000 bytes of results
+  auto theirs = *store.Create("bob", std::nullopt);
+  store.Finish(theirs, TaskStatus::kCompleted, ResultOf(10));  // the oldest, never fetched
+  for (int i = 0; i < 20; ++i) {
+    auto created = store.Create("mallory", std::nullopt);
+    ASSERT_TRUE(created.ok()) << i << ": " << created.error().message;
+    store.Finish(*created, TaskStatus::kCompleted, ResultOf(10));
+  }
+  EXPECT_EQ(store.Find("bob", theirs->Id()), theirs) << "another client's flood dropped it";
+  EXPECT_EQ(store.GetStats().kept, 4u);
+  // By bytes too: past the limit, the client holding the most bytes loses its oldest first.
+  auto large = *store.Create("mallory", std::nullopt);
+  store.Finish(large, TaskStatus::kCompleted, ResultOf(900));
+  EXPECT_LE(store.GetStats().result_bytes, 1000u);
+  EXPECT_EQ(store.Find("bob", theirs->Id()), theirs) << "dropped for another client's bytes";
+  EXPECT_EQ(store.Find("mallory", large->Id()), large);
+  // When the one keeping the most is the quiet client, its oldest goes: nobody is exempt.
+  TaskStore fair(SmallLimits());
+  std::vector<std::shared_ptr<Task>> bobs;
+  for (int i = 0; i < 3; ++i) {
+    bobs.push_back(*fair.Create("bob", std::nullopt));
+    fair.Finish(bobs.back(), TaskStatus::kCompleted, ResultOf(10));
+  }
+  auto alice = *fair.Create("alice", std::nullopt);
+  fair.Finish(alice, TaskStatus::kCompleted, ResultOf(10));
+  ASSERT_TRUE(fair.Create("alice", std::nullopt).ok());
+  EXPECT_EQ(fair.Find("bob", bobs[0]->Id()), nullptr);
+  EXPECT_EQ(fair.Find("alice", alice->Id()), alice);
+}
+
 TEST(TaskStore, FinishedResultsStayWithinTheirBytes) {
   TaskStore store(SmallLimits());
   auto first = *store.Create("a", std::nullopt);
@@ -133,15 +165,16 @@ TEST(TaskStore, WhenDoneRunsOnceAtTheEndOrAtOnce) {
   TaskStore store(SmallLimits());
   auto task = *store.Create("a", std::nullopt);
   int calls = 0;
-  store.WhenDone(task, [&](const TaskView& v) {
+  store.WhenDone(task, TaskStore::kWaitForResult, [&](const TaskView& v) {
     ++calls;
     EXPECT_EQ(v.status, TaskStatus::kFailed);
+    EXPECT_EQ(v.status_message, "boom") << "a failed task says why";
   });
   EXPECT_EQ(calls, 0);
   store.Finish(task, TaskStatus::kFailed, {{"code", -32603}, {"message", "boom"}});
   store.Finish(task, TaskStatus::kCompleted, ResultOf(1));  // an ended task does not change
   EXPECT_EQ(calls, 1);
-  store.WhenDone(task, [&](const TaskView&) { ++calls; });
+  store.WhenDone(task, TaskStore::kWaitForResult, [&](const TaskView&) { ++calls; });
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(task->View().status, TaskStatus::kFailed);
 }
@@ -230,7 +263,7 @@ TEST(TaskStore, AResultThatIsNotUtf8IsKeptWithoutThrowing) {
   TaskStore store(SmallLimits());
   auto task = *store.Create("a", std::nullopt);
   int done = 0;
-  store.WhenDone(task, [&](const TaskView&) { ++done; });
+  store.WhenDone(task, TaskStore::kWaitForResult, [&](const TaskView&) { ++done; });
   store.Finish(task, TaskStatus::kCompleted, {{"text", std::string("\xff\xfe bad")}});
   EXPECT_EQ(done, 1);
   EXPECT_EQ(store.GetStats().running, 0u);
@@ -242,15 +275,46 @@ TEST(TaskStore, WaitersPerTaskAreBoundedAndADiscardedTaskReleasesThem) {
   auto task = *store.Create("a", std::nullopt);
   int done = 0;
   for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
-    EXPECT_TRUE(store.WhenDone(task, [&](const TaskView& v) {
+    EXPECT_TRUE(store.WhenDone(task, TaskStore::kWaitForResult, [&](const TaskView& v) {
       ++done;
       EXPECT_EQ(v.status, TaskStatus::kFailed);
-    }));
+      EXPECT_EQ(v.status_message, "the task's run could not start");
+    }).has_value());
   }
-  EXPECT_FALSE(store.WhenDone(task, [&](const TaskView&) { ++done; }));
+  EXPECT_FALSE(
+      store.WhenDone(task, TaskStore::kWaitForResult, [&](const TaskView&) { ++done; }).has_value());
+  // Waiting for the run to stop has places of its own.
+  EXPECT_TRUE(
+      store.WhenDone(task, TaskStore::kWaitForCancel, [&](const TaskView&) { ++done; }).has_value());
   store.Discard(task);
-  EXPECT_EQ(done, static_cast<int>(TaskStore::kMaxWaiters));
+  EXPECT_EQ(done, static_cast<int>(TaskStore::kMaxWaiters) + 1);
   EXPECT_EQ(store.GetStats().running, 0u);
+}
+
+// A request that gave up waiting frees its place, and is not called.
+TEST(TaskStore, AWaitThatStoppedIsNotCalledAndFreesItsPlace) {
+  TaskStore store(SmallLimits());
+  auto task = *store.Create("a", std::nullopt);
+  int called = 0;
+  std::vector<uint64_t> waits;
+  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
+    auto wait = store.WhenDone(task, TaskStore::kWaitForResult, [&](const TaskView&) { ++called; });
+    ASSERT_TRUE(wait.has_value());
+    ASSERT_NE(*wait, 0u);
+    waits.push_back(*wait);
+  }
+  auto held = std::make_shared<int>(0);
+  ASSERT_FALSE(store.WhenDone(task, TaskStore::kWaitForResult, [held](const TaskView&) {}));
+  EXPECT_EQ(held.use_count(), 1) << "a refused wait is not kept";
+  store.StopWaiting(task, waits[0]);
+  store.StopWaiting(task, waits[0]);  // twice: no effect
+  auto late = store.WhenDone(task, TaskStore::kWaitForResult, [held](const TaskView&) {});
+  ASSERT_TRUE(late.has_value()) << "the stopped wait's place was not freed";
+  EXPECT_EQ(held.use_count(), 2);
+  store.StopWaiting(task, *late);
+  EXPECT_EQ(held.use_count(), 1) << "a stopped wait's callback is released";
+  store.Finish(task, TaskStatus::kCompleted, ResultOf(1));
+  EXPECT_EQ(called, static_cast<int>(TaskStore::kMaxWaiters) - 1);
 }
 
 TEST(TaskStore, InputIsAwaitedUntilEveryKeyIsAnswered) {
@@ -561,10 +625,11 @@ TEST_F(McpTasksTest, AFloodOfTasksIsRefusedPastTheCallersLimit) {
   auto session = NewSession();
   const size_t limit = server_.Tasks().Limits().max_running_per_caller;
   for (size_t i = 0; i < limit; ++i) StartTask(*session, "job", {{"block", true}});
+  // A JSON-RPC error: the answer to a task request is a task or an error (a tool result would
+  // fail the official SDK's parse, and hide the reason).
   json r = Send(*session, 9, "tools/call", {{"name", "job"}, {"task", json::object()}});
-  EXPECT_EQ(r["result"]["isError"], true) << r;
-  EXPECT_THAT(r["result"]["content"][0]["text"].get<std::string>(),
-              HasSubstr("MCP_EXEC_MAX_TASKS_PER_CALLER"));
+  EXPECT_EQ(r["error"]["code"], jsonrpc::kInternalError) << r;
+  EXPECT_THAT(r["error"]["message"].get<std::string>(), HasSubstr("MCP_EXEC_MAX_TASKS_PER_CALLER"));
   // Another client is not held back by this one's limit.
   auto other = NewSession();
   json theirs = Send(*other, 1, "tools/call", {{"name", "job"}, {"arguments", json::object()},
@@ -681,11 +746,103 @@ TEST_F(McpTasksTest, AFewRequestsMayWaitForOneTaskNoMore) {
   }
   json r = Send(*session, 2, "tasks/result", {{"taskId", id}});
   EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidRequest) << r;
-  r = Send(*session, 3, "tasks/cancel", {{"taskId", id}});
-  EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidRequest) << r;
-  EXPECT_EQ(job_->Cancelled(), 0) << "a refused cancel stopped the run";
   job_->Release();
   for (auto& sink : waiting) EXPECT_EQ(sink->WaitFinals(1).back()["result"]["isError"], false);
+}
+
+// Requests waiting for the outcome never keep its owner from cancelling a task.
+TEST_F(McpTasksTest, ATaskIsCancelledHoweverManyRequestsWaitForIt) {
+  auto session = NewSession();
+  const std::string id = StartTask(*session, "job", {{"block", true}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  std::vector<std::shared_ptr<RecordingSink>> waiting;
+  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
+    waiting.push_back(std::make_shared<RecordingSink>());
+    session->Handle(json{{"jsonrpc", "2.0"}, {"id", 10 + i}, {"method", "tasks/result"},
+                         {"params", {{"taskId", id}}}}.dump(),
+                    waiting.back());
+  }
+  const json r = Send(*session, 3, "tasks/cancel", {{"taskId", id}});
+  EXPECT_EQ(r["result"]["status"], "cancelled") << r;
+  EXPECT_EQ(job_->Cancelled(), 1);
+  for (auto& sink : waiting) EXPECT_EQ(sink->WaitFinals(1).back()["result"]["isError"], true);
+}
+
+// A client that gave up on a tasks/result (notifications/cancelled, or a Streamable HTTP
+// stream that closed: both reach Session::Cancel) frees its place, and gets no answer.
+TEST_F(McpTasksTest, AnAbandonedTasksResultFreesItsPlace) {
+  auto session = NewSession();
+  const std::string id = StartTask(*session, "job", {{"block", true}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  std::vector<std::shared_ptr<RecordingSink>> abandoned;
+  for (size_t round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
+      const int request = static_cast<int>(100 * round + i);
+      abandoned.push_back(std::make_shared<RecordingSink>());
+      session->Handle(json{{"jsonrpc", "2.0"}, {"id", request}, {"method", "tasks/result"},
+                           {"params", {{"taskId", id}}}}.dump(),
+                      abandoned.back());
+      session->Handle(json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+                           {"params", {{"requestId", request}}}}.dump(),
+                      std::make_shared<RecordingSink>());
+    }
+  }
+  // Three times as many gave up as may wait: every place is free again.
+  std::vector<std::shared_ptr<RecordingSink>> waiting;
+  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
+    waiting.push_back(std::make_shared<RecordingSink>());
+    session->Handle(json{{"jsonrpc", "2.0"}, {"id", 1000 + i}, {"method", "tasks/result"},
+                         {"params", {{"taskId", id}}}}.dump(),
+                    waiting.back());
+    EXPECT_TRUE(waiting.back()->Messages().empty()) << waiting.back()->Messages().front();
+  }
+  // A second request under a waiting one's id is refused, not added.
+  const json again = Send(*session, 1000, "tasks/result", {{"taskId", id}});
+  EXPECT_THAT(again.dump(), HasSubstr("still running"));
+  // A tools/call under a waiting one's id is refused too: cancelling that id would end both.
+  const json call = Send(*session, 1001, "tools/call", {{"name", "job"}, {"arguments", json::object()}});
+  EXPECT_THAT(call.dump(), HasSubstr("still running"));
+  for (auto& sink : abandoned) EXPECT_EQ(sink.use_count(), 1) << "the task keeps a given-up reply";
+  job_->Release();
+  for (auto& sink : waiting) EXPECT_EQ(sink->WaitFinals(1).back()["result"]["isError"], false);
+  for (auto& sink : abandoned) {
+    for (const json& m : sink->Messages()) EXPECT_FALSE(m.contains("result")) << m;
+  }
+}
+
+// A session that closes gives up its waits, even for a task its caller keeps (two sessions of
+// one caller): the task keeps neither their places nor their replies.
+TEST_F(McpTasksTest, AClosedConnectionsWaitsAreDropped) {
+  auto owner = server_.NewSession("http-1", "shared-credential");
+  sessions_.push_back(owner);
+  ASSERT_EQ(Send(*owner, 0, "initialize", {{"protocolVersion", std::string(kTasksProtocolVersion)},
+                                           {"capabilities", json::object()},
+                                           {"clientInfo", {{"name", "t"}, {"version", "1"}}}})
+                .contains("result"),
+            true);
+  const std::string id = StartTask(*owner, "job", {{"block", true}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  auto other = server_.NewSession("http-2", "shared-credential");
+  sessions_.push_back(other);
+  Send(*other, 0, "initialize", {{"protocolVersion", std::string(kTasksProtocolVersion)},
+                                 {"capabilities", json::object()},
+                                 {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+  std::vector<std::shared_ptr<RecordingSink>> gone;
+  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
+    gone.push_back(std::make_shared<RecordingSink>());
+    other->Handle(json{{"jsonrpc", "2.0"}, {"id", 10 + i}, {"method", "tasks/result"},
+                       {"params", {{"taskId", id}}}}.dump(),
+                  gone.back());
+  }
+  other->Close();
+  for (auto& sink : gone) EXPECT_EQ(sink.use_count(), 1);
+  auto waiting = std::make_shared<RecordingSink>();
+  owner->Handle(json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tasks/result"},
+                     {"params", {{"taskId", id}}}}.dump(),
+                waiting);
+  EXPECT_TRUE(waiting->Messages().empty()) << "refused: the closed connection's waits stayed";
+  job_->Release();
+  EXPECT_EQ(waiting->WaitFinals(1).back()["result"]["isError"], false);
 }
 
 TEST_F(McpTasksTest, ACallOnAClosedConnectionMakesNoTask) {

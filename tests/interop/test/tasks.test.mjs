@@ -26,6 +26,8 @@
 //    and tasks/result then gives an isError result; cancelling a terminal task is -32602;
 //  - a task running in an exec session ends cancelled when session_close closes the session;
 //  - a malformed params.task (ttl a string, negative; task not an object) is -32602 and makes no task;
+//  - a task past MCP_EXEC_MAX_TASKS_PER_CALLER is refused with a JSON-RPC error whose message,
+//    naming the setting, reaches SDK1's caller (a tool result would fail its parse);
 //  - an unknown taskId is -32602 "Failed to retrieve task: Task not found" for tasks/get,
 //    tasks/result and tasks/cancel; on HTTP (two Mcp-Session-Ids) and SSE (two SSE sessions)
 //    another session's taskId gets exactly that answer, and its cancel does nothing;
@@ -443,6 +445,29 @@ describe('tasks', { concurrency: true }, () => {
             }),
           );
           assert.equal(checkExecResult(next, validate).stdout, 'next\n');
+        });
+
+        it('a task past MCP_EXEC_MAX_TASKS_PER_CALLER is refused with a JSON-RPC error that SDK1 shows, naming the setting', async () => {
+          const one = await startServer(transport, { env: { MCP_EXEC_MAX_TASKS_PER_CALLER: 1 } });
+          try {
+            const c = await one.connect({ name: 'tasks-limit' });
+            const marker = `mcp-exec-interop-task-limit-${randomUUID()}`;
+            const first = await createTask(c, { code: markerProgram(marker, 60), timeout_s: 120 });
+            const refused = await rpcError(
+              takeResult(
+                c.client.experimental.tasks.callToolStream({ name: 'exec', arguments: { code: 'print(1)' } }, undefined, {
+                  task: { ttl: 60000 },
+                  timeout: 15000,
+                }),
+              ),
+              'a second task of the same caller',
+            );
+            assert.match(refused.message, /MCP_EXEC_MAX_TASKS_PER_CALLER/, refused.message);
+            assert.equal((await c.client.experimental.tasks.cancelTask(first.taskId)).status, 'cancelled');
+            assert.deepEqual(findByMarker(marker), []);
+          } finally {
+            await one.stop();
+          }
         });
 
         it('tasks/cancel of a completed task is -32602, and the task keeps its result', async () => {
