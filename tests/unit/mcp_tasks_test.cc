@@ -396,6 +396,19 @@ class McpTasksTest : public ::testing::Test {
     auto got = sink->WaitFinals(1);
     return got.empty() ? json() : got.back();
   }
+  // `count` tasks/result requests for task `id`, ids from `first` on, answered later; their sinks.
+  static std::vector<std::shared_ptr<RecordingSink>> WaitForResults(Session& session,
+                                                                    const std::string& id,
+                                                                    int first, size_t count) {
+    std::vector<std::shared_ptr<RecordingSink>> sinks;
+    for (size_t i = 0; i < count; ++i) {
+      sinks.push_back(std::make_shared<RecordingSink>());
+      session.Handle(json{{"jsonrpc", "2.0"}, {"id", first + static_cast<int>(i)},
+                          {"method", "tasks/result"}, {"params", {{"taskId", id}}}}.dump(),
+                     sinks.back());
+    }
+    return sinks;
+  }
   // A 2025-11-25 task of `tool`; its id.
   std::string StartTask(Session& session, const std::string& tool, json arguments,
                         json task = json::object()) {
@@ -737,13 +750,7 @@ TEST_F(McpTasksTest, AFewRequestsMayWaitForOneTaskNoMore) {
   auto session = NewSession();
   const std::string id = StartTask(*session, "job", {{"block", true}});
   ASSERT_TRUE(job_->WaitStarted(1));
-  std::vector<std::shared_ptr<RecordingSink>> waiting;
-  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
-    waiting.push_back(std::make_shared<RecordingSink>());
-    session->Handle(json{{"jsonrpc", "2.0"}, {"id", 10 + i}, {"method", "tasks/result"},
-                         {"params", {{"taskId", id}}}}.dump(),
-                    waiting.back());
-  }
+  auto waiting = WaitForResults(*session, id, 10, TaskStore::kMaxWaiters);
   json r = Send(*session, 2, "tasks/result", {{"taskId", id}});
   EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidRequest) << r;
   job_->Release();
@@ -755,13 +762,7 @@ TEST_F(McpTasksTest, ATaskIsCancelledHoweverManyRequestsWaitForIt) {
   auto session = NewSession();
   const std::string id = StartTask(*session, "job", {{"block", true}});
   ASSERT_TRUE(job_->WaitStarted(1));
-  std::vector<std::shared_ptr<RecordingSink>> waiting;
-  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
-    waiting.push_back(std::make_shared<RecordingSink>());
-    session->Handle(json{{"jsonrpc", "2.0"}, {"id", 10 + i}, {"method", "tasks/result"},
-                         {"params", {{"taskId", id}}}}.dump(),
-                    waiting.back());
-  }
+  auto waiting = WaitForResults(*session, id, 10, TaskStore::kMaxWaiters);
   const json r = Send(*session, 3, "tasks/cancel", {{"taskId", id}});
   EXPECT_EQ(r["result"]["status"], "cancelled") << r;
   EXPECT_EQ(job_->Cancelled(), 1);
@@ -775,27 +776,19 @@ TEST_F(McpTasksTest, AnAbandonedTasksResultFreesItsPlace) {
   const std::string id = StartTask(*session, "job", {{"block", true}});
   ASSERT_TRUE(job_->WaitStarted(1));
   std::vector<std::shared_ptr<RecordingSink>> abandoned;
-  for (size_t round = 0; round < 3; ++round) {
+  for (int round = 0; round < 3; ++round) {
+    for (auto& sink : WaitForResults(*session, id, 100 * round, TaskStore::kMaxWaiters)) {
+      abandoned.push_back(sink);
+    }
     for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
-      const int request = static_cast<int>(100 * round + i);
-      abandoned.push_back(std::make_shared<RecordingSink>());
-      session->Handle(json{{"jsonrpc", "2.0"}, {"id", request}, {"method", "tasks/result"},
-                           {"params", {{"taskId", id}}}}.dump(),
-                      abandoned.back());
       session->Handle(json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
-                           {"params", {{"requestId", request}}}}.dump(),
+                           {"params", {{"requestId", 100 * round + static_cast<int>(i)}}}}.dump(),
                       std::make_shared<RecordingSink>());
     }
   }
   // Three times as many gave up as may wait: every place is free again.
-  std::vector<std::shared_ptr<RecordingSink>> waiting;
-  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
-    waiting.push_back(std::make_shared<RecordingSink>());
-    session->Handle(json{{"jsonrpc", "2.0"}, {"id", 1000 + i}, {"method", "tasks/result"},
-                         {"params", {{"taskId", id}}}}.dump(),
-                    waiting.back());
-    EXPECT_TRUE(waiting.back()->Messages().empty()) << waiting.back()->Messages().front();
-  }
+  auto waiting = WaitForResults(*session, id, 1000, TaskStore::kMaxWaiters);
+  for (auto& sink : waiting) EXPECT_TRUE(sink->Messages().empty()) << sink->Messages().front();
   // A second request under a waiting one's id is refused, not added.
   const json again = Send(*session, 1000, "tasks/result", {{"taskId", id}});
   EXPECT_THAT(again.dump(), HasSubstr("still running"));
@@ -827,19 +820,10 @@ TEST_F(McpTasksTest, AClosedConnectionsWaitsAreDropped) {
   Send(*other, 0, "initialize", {{"protocolVersion", std::string(kTasksProtocolVersion)},
                                  {"capabilities", json::object()},
                                  {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
-  std::vector<std::shared_ptr<RecordingSink>> gone;
-  for (size_t i = 0; i < TaskStore::kMaxWaiters; ++i) {
-    gone.push_back(std::make_shared<RecordingSink>());
-    other->Handle(json{{"jsonrpc", "2.0"}, {"id", 10 + i}, {"method", "tasks/result"},
-                       {"params", {{"taskId", id}}}}.dump(),
-                  gone.back());
-  }
+  auto gone = WaitForResults(*other, id, 10, TaskStore::kMaxWaiters);
   other->Close();
   for (auto& sink : gone) EXPECT_EQ(sink.use_count(), 1);
-  auto waiting = std::make_shared<RecordingSink>();
-  owner->Handle(json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tasks/result"},
-                     {"params", {{"taskId", id}}}}.dump(),
-                waiting);
+  auto waiting = WaitForResults(*owner, id, 5, 1).front();
   EXPECT_TRUE(waiting->Messages().empty()) << "refused: the closed connection's waits stayed";
   job_->Release();
   EXPECT_EQ(waiting->WaitFinals(1).back()["result"]["isError"], false);
