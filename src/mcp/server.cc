@@ -44,7 +44,10 @@ struct Session::InFlight {
 
 Server::Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, WorkerPool& pool,
                TaskLimits task_limits)
-    : info_(std::move(info)), tools_(std::move(tools)), pool_(pool), tasks_(task_limits) {}
+    : info_(std::move(info)),
+      tools_(std::move(tools)),
+      pool_(pool),
+      tasks_(task_limits, &TellTaskEnded) {}
 
 std::shared_ptr<Session> Server::NewSession(std::string id, std::string shared_caller) {
   return std::make_shared<Session>(*this, std::move(id), std::move(shared_caller));

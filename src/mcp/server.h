@@ -37,6 +37,10 @@ struct ServerInfo {
 
 class Session;
 
+// notifications/tasks/status (2025-11-25) with the ended task, to where its notifications went
+// (server_tasks.cc); the store's TaskStore::EndNotice.
+void TellTaskEnded(const TaskView& view, MessageSink& to);
+
 // Shared by every session: the tools and the pool their calls run on. Thread-safe.
 class Server {
  public:

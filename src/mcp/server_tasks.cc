@@ -8,6 +8,9 @@
 //     the input the run waits for; tasks/update answers it; tasks/cancel and tasks/update
 //     answer an empty {resultType: "complete"}.
 // In both, tasks/cancel answers only once the run has stopped: every process of it is dead.
+// 2025-11-25: when a task ends, notifications/tasks/status with the Task goes where the run's
+// notifications went (the connection on stdio and SSE, a waiting tasks/result's stream on
+// Streamable HTTP), before any tasks/result is answered.
 #include "log/log.h"
 #include "mcp/protocol.h"
 #include "mcp/server.h"
@@ -66,6 +69,12 @@ json TooManyWaiters(const jsonrpc::Id& id) {
 }
 
 }  // namespace
+
+void TellTaskEnded(const TaskView& view, MessageSink& to) {
+  // Only a 2025-11-25 task has somewhere its notifications go: the stateless extension sends
+  // none for a task's run. The full Task, as the revision's TaskStatusNotification has it.
+  to.Send(jsonrpc::MakeNotification("notifications/tasks/status", TaskFields(view, false)), false);
+}
 
 json Session::RefusedTask(const jsonrpc::Id& id, const std::string& why, const CallEra& era) const {
   // The stateless era's call may answer a tool result. A 2025-11-25 task request must be

@@ -95,7 +95,13 @@ void Task::Answer(const nlohmann::json& responses) {
   if (view_.input_requests.empty()) input_cv_.notify_all();
 }
 
-TaskStore::TaskStore(TaskLimits limits) : limits_(limits) {}
+TaskStore::TaskStore(TaskLimits limits, EndNotice on_end) : limits_(limits), on_end_(on_end) {}
+
+void TaskStore::Announce(Ended& ended) const {
+  if (ended.notify && on_end_ != nullptr) on_end_(ended.view, *ended.notify);
+  ended.notify.reset();
+  for (auto& done : ended.callbacks) done(ended.view);
+}
 
 Result<std::shared_ptr<Task>> TaskStore::Create(const std::string& owner,
                                                 std::optional<int64_t> requested_ttl_ms) {
@@ -173,7 +179,7 @@ bool TaskStore::EndLocked(Task& task, TaskStatus status, nlohmann::json payload,
     task.ended_steady_ = std::chrono::steady_clock::now();
     task.view_.payload = std::move(payload);
     task.view_.input_requests = nullptr;
-    task.notify_.reset();
+    ended.notify = std::move(task.notify_);
     for (Task::Waiter& waiter : task.on_done_) ended.callbacks.push_back(std::move(waiter.done));
     task.on_done_.clear();
     ended.view = task.view_;
@@ -205,7 +211,7 @@ void TaskStore::Finish(const std::shared_ptr<Task>& task, TaskStatus status,
       Evict(false);
     }
   }
-  for (auto& done : ended.callbacks) done(ended.view);
+  Announce(ended);
 }
 
 std::optional<uint64_t> TaskStore::WhenDone(const std::shared_ptr<Task>& task, WaitKind kind,
@@ -313,7 +319,7 @@ void TaskStore::Discard(const std::shared_ptr<Task>& task) {
     }
     if (auto it = tasks_.find(task->id_); it != tasks_.end()) Forget(it, false);
   }
-  for (auto& done : ended.callbacks) done(ended.view);
+  Announce(ended);
 }
 
 void TaskStore::CancelAll() {

@@ -126,7 +126,11 @@ class Task {
 
 class TaskStore {
  public:
-  explicit TaskStore(TaskLimits limits);
+  // Tells the client that a task has ended, on the sink its notifications went to (2025-11-25's
+  // notifications/tasks/status: the wire is the server's), before the requests waiting for it
+  // are answered.
+  using EndNotice = void (*)(const TaskView& view, MessageSink& to);
+  explicit TaskStore(TaskLimits limits, EndNotice on_end = nullptr);
 
   bool Enabled() const { return limits_.max_tasks > 0; }
   const TaskLimits& Limits() const { return limits_; }
@@ -194,7 +198,10 @@ class TaskStore {
   struct Ended {
     std::vector<std::function<void(const TaskView&)>> callbacks;
     TaskView view;
+    std::shared_ptr<MessageSink> notify;  // the task's notification sink, if it had one
   };
+  // Once the locks are released: the end notice, then the waiting requests' answers.
+  void Announce(Ended& ended) const;
   // With mu_ held: ends a running task with `status` (kCancelled when its cancellation was
   // asked) and `payload` of `bytes`; false when it had ended already.
   bool EndLocked(Task& task, TaskStatus status, nlohmann::json payload, size_t bytes,
@@ -209,6 +216,7 @@ class TaskStore {
   void Forget(std::map<std::string, std::shared_ptr<Task>>::iterator it, bool early);
 
   const TaskLimits limits_;
+  const EndNotice on_end_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Task>> tasks_;  // by id
   std::deque<std::string> order_;                       // ids, oldest first (may hold gone ones)

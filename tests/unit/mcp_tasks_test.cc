@@ -393,8 +393,11 @@ class McpTasksTest : public ::testing::Test {
     if (!sink) sink = std::make_shared<RecordingSink>();
     session.Handle(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump(),
                    sink);
-    auto got = sink->WaitFinals(1);
-    return got.empty() ? json() : got.back();
+    // The answer: a notification (a task's status) may follow it.
+    for (const json& m : sink->WaitFinals(1)) {
+      if (m.contains("id")) return m;
+    }
+    return json();
   }
   // `count` tasks/result requests for task `id`, ids from `first` on, answered later; their sinks.
   static std::vector<std::shared_ptr<RecordingSink>> WaitForResults(Session& session,
@@ -491,7 +494,9 @@ TEST_F(McpTasksTest, ATaskAnswersAtOnceAndTasksResultWaitsForTheRun) {
   EXPECT_TRUE(waiting->Messages().empty()) << "tasks/result answered before the run ended";
   job_->Release();
   auto messages = waiting->WaitFinals(1);
-  ASSERT_EQ(messages.size(), 1u);
+  ASSERT_EQ(messages.size(), 2u) << json(messages);  // the ended task's status, then the answer
+  EXPECT_EQ(messages[0]["method"], "notifications/tasks/status");
+  messages.erase(messages.begin());
   EXPECT_EQ(messages[0]["id"], 3);
   EXPECT_EQ(messages[0]["result"]["structuredContent"]["n"], 7);
   EXPECT_EQ(messages[0]["result"]["_meta"][std::string(kMetaRelatedTask)]["taskId"], id);
@@ -588,13 +593,14 @@ TEST_F(McpTasksTest, ATasksLaterProgressFollowsTasksResult) {
                   waiting);
   job_->Release();
   const std::vector<json> got = waiting->WaitFinals(1);
-  ASSERT_EQ(got.size(), 3u) << json(got);
+  ASSERT_EQ(got.size(), 4u) << json(got);
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(got[i]["method"], "notifications/progress");
     EXPECT_EQ(got[i]["params"]["progressToken"], "p1");
     EXPECT_EQ(got[i]["params"]["_meta"][std::string(kMetaRelatedTask)]["taskId"], id);
   }
-  EXPECT_EQ(got[2]["id"], 2);
+  EXPECT_EQ(got[2]["method"], "notifications/tasks/status");
+  EXPECT_EQ(got[3]["id"], 2);
   EXPECT_EQ(creating->Messages().size(), 1u);  // the handle only
 }
 
@@ -744,6 +750,53 @@ TEST_F(McpTasksTest, NoRequestsReplyIsHeldPastItsAnswer) {
   auto fetching = std::make_shared<OneReplySink>();
   EXPECT_EQ(Send(*session, 2, "tasks/result", {{"taskId", id}}, fetching)["id"], 2);
   EXPECT_EQ(fetching.use_count(), 1) << "the ended task holds the tasks/result's reply";
+}
+
+// 2025-11-25: an ended task's status goes where its notifications go: on the connection (stdio,
+// SSE), or on a waiting tasks/result's stream (Streamable HTTP) ahead of its answer.
+TEST_F(McpTasksTest, AnEndedTasksStatusIsNotifiedBeforeItsResult) {
+  auto session = NewSession();
+  auto status_of = [](const std::shared_ptr<RecordingSink>& sink) {
+    std::vector<json> seen;
+    for (const json& m : sink->Messages()) {
+      if (m.value("method", "") == "notifications/tasks/status") seen.push_back(m["params"]);
+    }
+    return seen;
+  };
+  auto streamed = std::make_shared<OneReplySink>();  // one request's stream, as HTTP
+  json r = Send(*session, 1, "tools/call",
+                {{"name", "job"}, {"arguments", {{"block", true}}}, {"task", json::object()}},
+                streamed);
+  const std::string first = r["result"]["task"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(1));
+  auto waiting = std::make_shared<OneReplySink>();
+  session->Handle(json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tasks/result"},
+                       {"params", {{"taskId", first}}}}.dump(),
+                  waiting);
+  EXPECT_EQ(Send(*session, 3, "tasks/cancel", {{"taskId", first}})["result"]["status"], "cancelled");
+  waiting->WaitFinals(1);
+  auto seen = status_of(waiting);
+  ASSERT_EQ(seen.size(), 1u) << "the status did not reach the waiting tasks/result's stream: "
+                             << json(waiting->Messages());
+  EXPECT_EQ(seen[0]["taskId"], first);
+  EXPECT_EQ(seen[0]["status"], "cancelled");
+  EXPECT_TRUE(seen[0].contains("ttl") && seen[0].contains("lastUpdatedAt")) << seen[0];
+  EXPECT_EQ(waiting->Messages().back()["id"], 2) << "the answer comes after the status";
+  EXPECT_TRUE(status_of(streamed).empty()) << "a one-request stream that had ended got it";
+
+  auto connection = std::make_shared<RecordingSink>();  // open after its answers, as stdio
+  r = Send(*session, 4, "tools/call",
+           {{"name", "job"}, {"arguments", {{"block", true}}}, {"task", json::object()}},
+           connection);
+  const std::string second = r["result"]["task"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(2));
+  job_->Release();
+  AwaitEnd(*session, second);
+  seen = status_of(connection);
+  ASSERT_EQ(seen.size(), 1u) << json(connection->Messages());
+  EXPECT_EQ(seen[0]["taskId"], second);
+  EXPECT_EQ(seen[0]["status"], "completed");
+  EXPECT_EQ(connection->Messages().front()["id"], 4) << "the status came before the handle";
 }
 
 TEST_F(McpTasksTest, AFewRequestsMayWaitForOneTaskNoMore) {
