@@ -137,8 +137,8 @@ Result<std::shared_ptr<Task>> TaskStore::Create(const std::string& owner,
   if (tasks_.size() >= limits_.max_tasks) {
     ++refused_;
     return MakeError(ErrorCode::kResourceExhausted,
-                     "too many tasks running: " + std::to_string(tasks_.size()) +
-                         " in the server (MCP_EXEC_MAX_TASKS); try again when one has ended");
+                     "too many tasks in the server (MCP_EXEC_MAX_TASKS); try again when one "
+                     "has ended");
   }
   task->seq_ = ++created_;
   ++running_by_owner_[owner];

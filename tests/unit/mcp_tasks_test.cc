@@ -17,6 +17,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // ------------------------------------------------------------------------------ the store
 
@@ -67,6 +68,8 @@ TEST(TaskStore, RunningTasksAreLimitedPerCallerAndInAll) {
   refused = store.Create("c", std::nullopt);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message, HasSubstr("MCP_EXEC_MAX_TASKS"));
+  // Other clients' tasks are not this one's business: not even how many there are.
+  EXPECT_THAT(refused.error().message, Not(HasSubstr("4")));
   EXPECT_EQ(store.GetStats().refused, 2u);
   // A finished task makes room: it is dropped, the oldest first, before its TTL.
   store.Finish(a1, TaskStatus::kCompleted, ResultOf(10));
