@@ -203,6 +203,9 @@ class Session : public std::enable_shared_from_this<Session> {
               const CallEra& era);
   void HandleNotification(const jsonrpc::Notification& notification);
   void CancelAll();  // every call still running
+  struct TaskWait;
+  // Drops the waits Cancel or Close took out of task_waits_.
+  void StopWaiting(const std::vector<TaskWait>& waits);
 
   Server& server_;
   const std::string id_;
@@ -225,8 +228,6 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   std::map<std::string, TaskWait> task_waits_;
   uint64_t task_wait_tags_ = 0;
-  // Drops the waits Cancel or Close took out of task_waits_.
-  void StopWaiting(const std::vector<TaskWait>& waits);
 };
 
 }  // namespace mcpexec::mcp

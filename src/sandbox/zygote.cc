@@ -7,8 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <thread>
 
@@ -54,18 +52,13 @@ struct FirstProcess {
 // What /proc says of a process that should be gone, for the error when it is not: its state
 // (Z: it ended and the zygote did not wait for it) and, when still running, where it waits.
 std::string StateOf(pid_t pid) {
-  const std::string dir = "/proc/" + std::to_string(pid);
-  std::ifstream stat_file(dir + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return "its state cannot be read";
-  const char state = stat[paren + 2];
+  auto stat = ReadProcStat(std::to_string(pid));
+  if (!stat.ok() || stat->size() < 3 || (*stat)[2].empty()) return "its state cannot be read";
+  const char state = (*stat)[2][0];
   if (state == 'Z') return "it ended and the zygote did not wait for it";
-  std::ifstream wchan_file(dir + "/wchan");
-  std::string wchan;
-  std::getline(wchan_file, wchan);
-  return std::string("it has not ended: state ") + state +
-         (wchan.empty() || wchan == "0" ? "" : ", waiting in " + wchan);
+  auto wchan = ReadFile("/proc/" + std::to_string(pid) + "/wchan");
+  const bool waits = wchan.ok() && !wchan->empty() && *wchan != "0";
+  return std::string("it has not ended: state ") + state + (waits ? ", waiting in " + *wchan : "");
 }
 
 Result<void> WaitUntilReaped(int pidfd, pid_t pid, std::chrono::steady_clock::time_point deadline) {
