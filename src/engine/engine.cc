@@ -498,13 +498,14 @@ class PoolEngine final : public Engine {
       const bool needs_one = NeedsOne();
       if (!needs_one && layered_wanted_.empty()) {
         // Until a run starts or ends, a sandbox is taken, or the target may fall (to let the
-        // sandboxes above it go); then everything is looked at again.
-        const ReadyTarget::Clock::time_point fall =
-            target_.NextFall(ReadyTarget::Clock::now());
-        if (fall == ReadyTarget::Clock::time_point::max()) {
+        // sandboxes above it go); then everything is looked at again. Not at all when it fell
+        // while DropAboveTarget destroyed the ones above it without the lock.
+        const ReadyTarget::Clock::time_point now = ReadyTarget::Clock::now();
+        const ReadyTarget::Clock::time_point look = target_.NextLook(ready_.size(), now);
+        if (look == ReadyTarget::Clock::time_point::max()) {
           changed_.wait(lock);
-        } else {
-          changed_.wait_until(lock, fall);
+        } else if (look > now) {
+          changed_.wait_until(lock, look);
         }
         continue;
       }

@@ -35,4 +35,9 @@ ReadyTarget::Clock::time_point ReadyTarget::NextFall(Clock::time_point now) cons
   return held_until_[target] + window_;
 }
 
+ReadyTarget::Clock::time_point ReadyTarget::NextLook(size_t ready, Clock::time_point now) const {
+  if (ready > Target(now)) return now;
+  return NextFall(now);
+}
+
 }  // namespace mcpexec::engine

@@ -25,6 +25,9 @@ class ReadyTarget {
   // When Target() falls next if no run starts or ends: for the refill's wait.
   // Clock::time_point::max() when it cannot (at the floor, or that many runs in flight).
   Clock::time_point NextFall(Clock::time_point now) const;
+  // When an engine holding `ready` sandboxes must look again: `now` when more are ready than the
+  // target (it may have fallen while the engine destroyed others above it), else NextFall(now).
+  Clock::time_point NextLook(size_t ready, Clock::time_point now) const;
 
   size_t InFlight() const { return in_flight_; }
 

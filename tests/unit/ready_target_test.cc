@@ -110,5 +110,18 @@ TEST(ReadyTarget, NoPeakYetIsNotAPeakAtTheClocksEpoch) {
   EXPECT_EQ(target.NextFall(Clock::time_point() + 1s), kNever);
 }
 
+// Three runs that end together make the target fall 3, 2, 1 within a moment. An engine that
+// wakes at the first fall, drops one and destroys it past the second must look again at once,
+// not wait for a next fall that will never come with two ready above a target of one.
+TEST(ReadyTarget, MoreReadyThanTheTargetIsLookedAtNow) {
+  ReadyTarget target(1, 3, 30s);
+  Start(target, 3);
+  End(target, 3, kT0);
+  EXPECT_EQ(target.NextLook(3, kT0 + 1s), kT0 + 30s) << "three ready for a target of three";
+  EXPECT_EQ(target.NextLook(2, kT0 + 31s), kT0 + 31s) << "two ready for a target of one";
+  EXPECT_EQ(target.NextLook(1, kT0 + 31s), kNever) << "at the floor: nothing to drop";
+  EXPECT_EQ(target.NextLook(0, kT0 + 31s), kNever);
+}
+
 }  // namespace
 }  // namespace mcpexec::engine
