@@ -253,7 +253,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   }
   const ServeMetricsSources sources{version,      exec_metrics.get(),    &pool,
                                     engine.get(), plan.Limits().Kind(), environments->get(),
-                                    &teardown,    &server.Tasks()};
+                                    &teardown,    &server.Tasks(),       &server.Listening()};
   return ServeHttp(server, pool, *config, sources);
 }
 

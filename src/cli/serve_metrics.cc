@@ -113,6 +113,11 @@ void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& s) {
                "Ended tasks dropped before their TTL to stay within the limits", Type::kCounter);
     out.Sample("mcp_exec_tasks_dropped_total", tasks.dropped);
   }
+  if (s.subscriptions != nullptr) {
+    out.Family("mcp_exec_subscriptions_open",
+               "subscriptions/listen streams open now (2026-07-28)", Type::kGauge);
+    out.Sample("mcp_exec_subscriptions_open", s.subscriptions->OpenCount());
+  }
 
   out.Family("mcp_exec_limits_backend_info",
              "The backend enforcing each run's limits (cgroup2, cgroup1, rlimit), value 1",

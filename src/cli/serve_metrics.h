@@ -9,9 +9,10 @@
 #include "exec/environment_engines.h"
 #include "exec/exec_metrics.h"
 #include "limits/limits.h"
+#include "mcp/subscriptions.h"
+#include "mcp/tasks.h"
 #include "mcp/worker_pool.h"
 #include "metrics/text_format.h"
-#include "mcp/tasks.h"
 #include "sandbox/teardown.h"
 
 namespace mcpexec::cli {
@@ -29,6 +30,8 @@ struct ServeMetricsSources {
   const sandbox::Teardown* teardown = nullptr;
   // Calls run as MCP tasks; none when null.
   const mcp::TaskStore* tasks = nullptr;
+  // The open subscriptions/listen streams; none when null.
+  const mcp::Subscriptions* subscriptions = nullptr;
 };
 
 void WriteServeMetrics(metrics::TextWriter& out, const ServeMetricsSources& sources);

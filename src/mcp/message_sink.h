@@ -14,11 +14,16 @@ class MessageSink {
   // request; nothing more is sent to this sink for that request afterwards. Called from any
   // thread (tool calls finish on worker threads); implementations must be thread-safe and must
   // not block for long (a slow client must not stall a worker: buffer or drop and close).
-  virtual void Send(const nlohmann::json& message, bool final) = 0;
+  // False when the message was dropped: a notification past the budget of a client that does
+  // not read, or anything after the exchange ended.
+  virtual bool Send(const nlohmann::json& message, bool final) = 0;
   // Whether messages sent after the final response still reach the client: true for a stream
   // that outlives its requests (stdio, legacy SSE), false for one request's reply (Streamable
   // HTTP), which drops them. A task keeps its creating request's sink only when it is.
   virtual bool OpenAfterFinal() const { return false; }
+  // Whether notifications reach the client before the final response: false for a Streamable
+  // HTTP reply in JSON, which has room for the response alone.
+  virtual bool CarriesNotifications() const { return true; }
 };
 
 }  // namespace mcpexec::mcp

@@ -34,11 +34,15 @@ inline constexpr std::string_view kTasksProtocolVersion = "2025-11-25";
 inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
 // The _meta key of a message that belongs to a task (2025-11-25).
 inline constexpr std::string_view kMetaRelatedTask = "io.modelcontextprotocol/related-task";
+// The _meta key of every message of a subscriptions/listen stream: the request's id (2026-07-28).
+inline constexpr std::string_view kMetaSubscriptionId = "io.modelcontextprotocol/subscriptionId";
 
 // The error codes the stateless revision reserves (-32020 to -32099).
 inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kMissingRequiredClientCapability = -32021;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
+// Implementation-defined: a subscription whose client did not read what it was sent.
+inline constexpr int kSubscriptionFellBehind = -32000;
 
 inline bool IsSupportedProtocolVersion(std::string_view version) {
   for (std::string_view v : kProtocolVersions) {

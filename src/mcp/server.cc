@@ -47,7 +47,10 @@ Server::Server(ServerInfo info, std::vector<std::shared_ptr<Tool>> tools, Worker
     : info_(std::move(info)),
       tools_(std::move(tools)),
       pool_(pool),
-      tasks_(task_limits, &TellTaskEnded) {}
+      listening_(&TaskNotificationParams),
+      tasks_(task_limits, &TellTaskEnded, [this](const std::string& owner, const TaskView& view) {
+        listening_.TaskChanged(owner, view);
+      }) {}
 
 std::shared_ptr<Session> Server::NewSession(std::string id, std::string shared_caller) {
   return std::make_shared<Session>(*this, std::move(id), std::move(shared_caller));
@@ -79,6 +82,7 @@ Session::Session(Server& server, std::string id, std::string shared_caller)
 // Not Close(): a session a call's worker releases last may outlive the server's tools.
 Session::~Session() {
   closed_ = true;
+  CloseSubscriptions();
   CancelAll();
 }
 
@@ -172,7 +176,14 @@ Handled Session::HandleStateless(const jsonrpc::Request& request,
   CallEra era;
   era.stateless = true;
   if (method != nullptr && !method->needs_session) return Run(*method, request, sink, era);
-  // Past discovery, `version` is set: Handle sends nothing else here without one.
+  // A method of this era alone (tasks/update, subscriptions/listen) sent without a revision,
+  // as in a handshake session: that revision has no such method.
+  if (version == nullptr) {
+    return reply(jsonrpc::MakeError(
+        request.id, jsonrpc::kMethodNotFound,
+        "Method not found: " + request.method + " (a method of revision " +
+            std::string(kStatelessProtocolVersions[0]) + ": name it in params._meta)"));
+  }
   if (capabilities != nullptr) {
     const auto extensions = capabilities->find("extensions");
     era.tasks_extension = extensions != capabilities->end() && extensions->is_object() &&
@@ -282,7 +293,8 @@ std::shared_ptr<Session::InFlight> Session::Admit(const std::string& key, bool& 
   if (!flight->cancel.Valid()) throw std::runtime_error("eventfd failed");
   std::lock_guard lock(mu_);
   if (closed_.load()) return nullptr;
-  if (task_waits_.count(key) != 0 || !in_flight_.emplace(key, flight).second) {
+  if (task_waits_.count(key) != 0 || subscriptions_.count(key) != 0 ||
+      !in_flight_.emplace(key, flight).second) {
     duplicate = true;
     return nullptr;
   }
@@ -374,6 +386,7 @@ json Session::Busy(const CallEra& era) const {
 void Session::Cancel(const jsonrpc::Id& request_id) {
   std::shared_ptr<InFlight> flight;
   std::vector<TaskWait> waits;
+  uint64_t subscription = 0;
   {
     std::lock_guard lock(mu_);
     const std::string key = IdKey(request_id);
@@ -381,10 +394,15 @@ void Session::Cancel(const jsonrpc::Id& request_id) {
       waits.push_back(wait->second);  // a tasks/result: the task itself runs on
       task_waits_.erase(wait);
     }
+    if (auto sub = subscriptions_.find(key); sub != subscriptions_.end()) {
+      subscription = sub->second;
+      subscriptions_.erase(sub);
+    }
     auto it = in_flight_.find(key);
     if (it != in_flight_.end()) flight = it->second;
   }
   StopWaiting(waits);
+  if (subscription != 0) server_.Listening().Close(subscription);
   if (!flight) return;  // finished already, or never ours: the race is allowed
   if (flight->cancelled.exchange(true)) return;
   const uint64_t one = 1;
@@ -405,7 +423,19 @@ void Session::Close() {
     task_waits_.clear();
   }
   StopWaiting(waits);
+  CloseSubscriptions();
   CancelAll();
+}
+
+void Session::CloseSubscriptions() {
+  std::map<std::string, uint64_t> subscriptions;
+  {
+    std::lock_guard lock(mu_);
+    subscriptions.swap(subscriptions_);
+  }
+  for (const auto& [key, handle] : subscriptions) {
+    if (handle != 0) server_.Listening().Close(handle);
+  }
 }
 
 void Session::StopWaiting(const std::vector<TaskWait>& waits) {

@@ -23,6 +23,7 @@
 #include "jsonrpc/message.h"
 #include "mcp/log_level.h"
 #include "mcp/message_sink.h"
+#include "mcp/subscriptions.h"
 #include "mcp/tasks.h"
 #include "mcp/tool.h"
 #include "mcp/worker_pool.h"
@@ -40,6 +41,10 @@ class Session;
 // notifications/tasks/status (2025-11-25) with the ended task, to where its notifications went
 // (server_tasks.cc); the store's TaskStore::EndNotice.
 void TellTaskEnded(const TaskView& view, MessageSink& to);
+// The params of the tasks extension's notifications/tasks (the stateless era) for `view`: the
+// task, with its awaited input, and its result or error when `with_payload`, inlined as
+// tasks/get has them (server_tasks.cc).
+nlohmann::json TaskNotificationParams(const TaskView& view, bool with_payload);
 
 // Shared by every session: the tools and the pool their calls run on. Thread-safe.
 class Server {
@@ -57,11 +62,15 @@ class Server {
   const std::vector<std::shared_ptr<Tool>>& Tools() const { return tools_; }
   WorkerPool& Pool() { return pool_; }
   TaskStore& Tasks() { return tasks_; }
+  // The open subscriptions/listen streams. A stopping server ends them (EndAll) while it can
+  // still answer.
+  Subscriptions& Listening() { return listening_; }
 
  private:
   ServerInfo info_;
   std::vector<std::shared_ptr<Tool>> tools_;
   WorkerPool& pool_;
+  Subscriptions listening_;  // before tasks_, whose changes it is told of
   TaskStore tasks_;
 };
 
@@ -162,6 +171,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Handled TasksList(const jsonrpc::Request& request, Sink sink, const CallEra& era);
   Handled TasksCancel(const jsonrpc::Request& request, Sink sink, const CallEra& era);
   Handled TasksUpdate(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  // subscriptions/listen (server_subscriptions.cc), in the stateless era.
+  Handled SubscriptionsListen(const jsonrpc::Request& request, Sink sink, const CallEra& era);
+  // Ends this session's subscriptions without an answer (Close, or the session is gone).
+  void CloseSubscriptions();
 
   // How a tools/call asks to run (server_tasks.cc): plainly, as a task with an optional
   // requested TTL, or not at all (the JSON-RPC error to answer with).
@@ -228,6 +241,9 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   std::map<std::string, TaskWait> task_waits_;
   uint64_t task_wait_tags_ = 0;
+  // The subscriptions/listen requests open, by serialized request id: their Subscriptions
+  // handle, 0 while it is being opened.
+  std::map<std::string, uint64_t> subscriptions_;
 };
 
 }  // namespace mcpexec::mcp

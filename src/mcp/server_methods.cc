@@ -34,7 +34,7 @@ json CapabilityValue(std::string_view capability) {
 // exists in it only.
 std::span<const Session::Method> Session::Methods() {
   // The tasks rows announce no capability of their own: Capabilities() adds each era's shape.
-  static const std::array<Method, 11> kMethods = {{
+  static const std::array<Method, 12> kMethods = {{
       {"initialize", kHandshake, false, &Session::Initialize, nullptr},
       {"ping", kHandshake, false, &Session::Ping, nullptr},
       {"server/discover", kStateless, false, &Session::Discover, nullptr},
@@ -46,6 +46,7 @@ std::span<const Session::Method> Session::Methods() {
       {"tasks/result", kHandshake, true, &Session::TasksResult, nullptr},
       {"tasks/list", kHandshake, true, &Session::TasksList, nullptr},
       {"tasks/update", kStateless, true, &Session::TasksUpdate, nullptr},
+      {"subscriptions/listen", kStateless, true, &Session::SubscriptionsListen, nullptr},
   }};
   return kMethods;
 }

@@ -34,9 +34,13 @@ json TaskFields(const TaskView& view, bool stateless) {
   return task;
 }
 
-// The stateless tasks/get answer: the task, with its result or error once it has ended.
-json DetailedTask(const TaskView& view) {
+// The stateless tasks/get answer: the task, with its result or error once it has ended (unless
+// not `with_payload`).
+json DetailedTask(const TaskView& view, bool with_payload = true) {
   json task = TaskFields(view, true);
+  if (!with_payload && (view.status == TaskStatus::kCompleted || view.status == TaskStatus::kFailed)) {
+    return task;
+  }
   if (view.status == TaskStatus::kCompleted && !view.payload.is_null()) {
     task["result"] = view.payload;
   } else if (view.status == TaskStatus::kFailed) {
@@ -69,6 +73,10 @@ json TooManyWaiters(const jsonrpc::Id& id) {
 }
 
 }  // namespace
+
+json TaskNotificationParams(const TaskView& view, bool with_payload) {
+  return DetailedTask(view, with_payload);
+}
 
 void TellTaskEnded(const TaskView& view, MessageSink& to) {
   // Only a 2025-11-25 task has somewhere its notifications go: the stateless extension sends
@@ -273,7 +281,7 @@ Handled Session::TasksResult(const jsonrpc::Request& request, Sink sink, const C
   {
     std::lock_guard lock(mu_);
     tag = ++task_wait_tags_;
-    if (in_flight_.count(key) != 0 ||
+    if (in_flight_.count(key) != 0 || subscriptions_.count(key) != 0 ||
         !task_waits_.emplace(key, TaskWait{task, tag, 0, sink.get()}).second) {
       return Reply(sink, jsonrpc::MakeError(request.id, jsonrpc::kInvalidRequest,
                                             "a request with this id is still running"));

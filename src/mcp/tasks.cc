@@ -39,6 +39,23 @@ TaskView Task::View() const {
   return view_;
 }
 
+TaskView Task::View(size_t max_payload_bytes) const {
+  std::lock_guard lock(mu_);
+  if (view_.payload_bytes <= max_payload_bytes) return view_;
+  TaskView view;
+  view.id = view_.id;
+  view.status = view_.status;
+  view.status_message = view_.status_message;
+  view.created = view_.created;
+  view.updated = view_.updated;
+  view.ttl_ms = view_.ttl_ms;
+  view.poll_interval_ms = view_.poll_interval_ms;
+  view.payload_bytes = view_.payload_bytes;
+  view.input_requests = view_.input_requests;
+  view.version = view_.version;
+  return view;
+}
+
 std::shared_ptr<MessageSink> Task::NotificationSink() const {
   std::lock_guard lock(mu_);
   return notify_;
@@ -65,8 +82,10 @@ std::optional<nlohmann::json> Task::AwaitInput(const nlohmann::json& requests) {
   if (cancel_requested_ || IsTerminal(view_.status)) return std::nullopt;
   view_.status = TaskStatus::kInputRequired;
   view_.updated = std::chrono::system_clock::now();
+  ++view_.version;
   view_.input_requests = requests;
   answers_ = nlohmann::json::object();
+  Changed(lock);
   // Bounded by the task's TTL: a worker thread waits here, and a client may never answer.
   const bool answered =
       input_cv_.wait_until(lock, created_steady_ + std::chrono::milliseconds(view_.ttl_ms), [&] {
@@ -80,7 +99,18 @@ std::optional<nlohmann::json> Task::AwaitInput(const nlohmann::json& requests) {
   if (cancel_requested_) return std::nullopt;
   view_.status = TaskStatus::kWorking;
   view_.updated = std::chrono::system_clock::now();
-  return std::exchange(answers_, nlohmann::json::object());
+  ++view_.version;
+  nlohmann::json answers = std::exchange(answers_, nlohmann::json::object());
+  Changed(lock);
+  return answers;
+}
+
+void Task::Changed(std::unique_lock<std::mutex>& lock) {
+  if (!on_change_) return;
+  const TaskView view = view_;
+  lock.unlock();
+  on_change_(owner_, view);
+  lock.lock();
 }
 
 void Task::Answer(const nlohmann::json& responses) {
@@ -95,11 +125,13 @@ void Task::Answer(const nlohmann::json& responses) {
   if (view_.input_requests.empty()) input_cv_.notify_all();
 }
 
-TaskStore::TaskStore(TaskLimits limits, EndNotice on_end) : limits_(limits), on_end_(on_end) {}
+TaskStore::TaskStore(TaskLimits limits, EndNotice on_end, ChangeNotice on_change)
+    : limits_(limits), on_end_(on_end), on_change_(std::move(on_change)) {}
 
 void TaskStore::Announce(Ended& ended) const {
   if (ended.notify && on_end_ != nullptr) on_end_(ended.view, *ended.notify);
   ended.notify.reset();
+  if (on_change_) on_change_(ended.owner, ended.view);
   for (auto& done : ended.callbacks) done(ended.view);
 }
 
@@ -110,6 +142,7 @@ Result<std::shared_ptr<Task>> TaskStore::Create(const std::string& owner,
   auto task = std::make_shared<Task>();
   task->id_ = *id;
   task->owner_ = owner;
+  task->on_change_ = on_change_;
   task->cancel_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!task->cancel_.Valid()) return Errno(ErrorCode::kUnavailable, "eventfd for a task");
   task->created_steady_ = std::chrono::steady_clock::now();
@@ -175,14 +208,16 @@ bool TaskStore::EndLocked(Task& task, TaskStatus status, nlohmann::json payload,
     if (status == TaskStatus::kFailed && payload.is_object()) {
       task.view_.status_message = payload.value("message", std::string("the task failed"));
     }
-    task.payload_bytes_ = bytes;
     task.ended_steady_ = std::chrono::steady_clock::now();
     task.view_.payload = std::move(payload);
+    task.view_.payload_bytes = bytes;
+    ++task.view_.version;
     task.view_.input_requests = nullptr;
     ended.notify = std::move(task.notify_);
     for (Task::Waiter& waiter : task.on_done_) ended.callbacks.push_back(std::move(waiter.done));
     task.on_done_.clear();
     ended.view = task.view_;
+    ended.owner = task.owner_;
   }
   auto owner = running_by_owner_.find(task.owner_);
   if (owner != running_by_owner_.end() && --owner->second == 0) running_by_owner_.erase(owner);
@@ -341,8 +376,9 @@ void TaskStore::Forget(std::map<std::string, std::shared_ptr<Task>>::iterator it
   {
     std::lock_guard task_lock(it->second->mu_);
     if (IsTerminal(it->second->view_.status)) {
-      result_bytes_ -= it->second->payload_bytes_;
-      if (share != shares_.end()) share->second.result_bytes -= it->second->payload_bytes_;
+      const size_t bytes = it->second->view_.payload_bytes;
+      result_bytes_ -= bytes;
+      if (share != shares_.end()) share->second.result_bytes -= bytes;
     }
   }
   if (share != shares_.end() && --share->second.kept == 0) shares_.erase(share);

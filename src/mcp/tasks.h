@@ -61,8 +61,11 @@ struct TaskView {
   // kCompleted and kCancelled: the CallToolResult (null when a cancelled run left none).
   // kFailed: a JSON-RPC error object {code, message}.
   nlohmann::json payload;
+  size_t payload_bytes = 0;  // of `payload` serialized, once the task has ended
   // kInputRequired: the requests not answered yet, by key ({key: {method, params}}).
   nlohmann::json input_requests;
+  // Counts the status changes: of two views of one task, the higher is the newer.
+  uint64_t version = 0;
 };
 
 class TaskStore;
@@ -76,6 +79,9 @@ class Task {
   int CancelFd() const { return cancel_.Get(); }
   bool CancelRequested() const;
   TaskView View() const;
+  // The same without the payload when it is larger than `max_payload_bytes` (it is then null,
+  // and payload_bytes says how large it is).
+  TaskView View(size_t max_payload_bytes) const;
 
   // Where the run's notifications (progress, log messages) go: the sink of the request that
   // made the task when it outlives its response, until a request that waits for the task
@@ -99,6 +105,9 @@ class Task {
 
  private:
   friend class TaskStore;
+  // Tells the store's ChangeNotice of the view as it is now, without the lock.
+  void Changed(std::unique_lock<std::mutex>& lock);
+
   std::string id_;
   std::string owner_;
   UniqueFd cancel_;    // eventfd
@@ -111,8 +120,8 @@ class Task {
   TaskView view_;
   nlohmann::json answers_;  // for the keys of view_.input_requests answered so far
   bool cancel_requested_ = false;
-  size_t payload_bytes_ = 0;
   std::shared_ptr<MessageSink> notify_;
+  std::function<void(const std::string& owner, const TaskView& view)> on_change_;  // the store's
   // Requests waiting for the task's end (TaskStore::WhenDone): each called once, with the
   // terminal view, when it ends, unless dropped first (StopWaiting).
   struct Waiter {
@@ -130,7 +139,12 @@ class TaskStore {
   // notifications/tasks/status: the wire is the server's), before the requests waiting for it
   // are answered.
   using EndNotice = void (*)(const TaskView& view, MessageSink& to);
-  explicit TaskStore(TaskLimits limits, EndNotice on_end = nullptr);
+  // Tells whoever listens to `owner`'s tasks that one changed status: it needs input, it works
+  // again, or it ended (after the EndNotice, before the waiting requests are answered). Called
+  // without the store's and the task's locks.
+  using ChangeNotice = std::function<void(const std::string& owner, const TaskView& view)>;
+  explicit TaskStore(TaskLimits limits, EndNotice on_end = nullptr,
+                     ChangeNotice on_change = nullptr);
 
   bool Enabled() const { return limits_.max_tasks > 0; }
   const TaskLimits& Limits() const { return limits_; }
@@ -198,6 +212,7 @@ class TaskStore {
   struct Ended {
     std::vector<std::function<void(const TaskView&)>> callbacks;
     TaskView view;
+    std::string owner;
     std::shared_ptr<MessageSink> notify;  // the task's notification sink, if it had one
   };
   // Once the locks are released: the end notice, then the waiting requests' answers.
@@ -217,6 +232,7 @@ class TaskStore {
 
   const TaskLimits limits_;
   const EndNotice on_end_;
+  const ChangeNotice on_change_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Task>> tasks_;  // by id
   std::deque<std::string> order_;                       // ids, oldest first (may hold gone ones)

@@ -28,9 +28,10 @@ using namespace mcpexec;
 
 class NullSink : public mcp::MessageSink {
  public:
-  void Send(const json& message, bool) override {
+  bool Send(const json& message, bool) override {
     // What the transports do with every message: serialize it.
     (void)jsonrpc::Serialize(message);
+    return true;
   }
 };
 

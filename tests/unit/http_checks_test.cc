@@ -96,6 +96,16 @@ TEST(ChooseResponseMode, TheSdkHeaderGetsAnEventStream) {
   EXPECT_EQ(ChooseResponseMode("text/event-stream, application/json"), ResponseMode::kEventStream);
 }
 
+// subscriptions/listen can only be answered with a stream: any header that accepts one gets it.
+TEST(ChooseResponseMode, AStreamOnlyAnswerTakesAStreamWheneverOneIsAccepted) {
+  for (const char* accept : {"*/*", "", "application/json, text/event-stream;q=0.1", "text/*"}) {
+    EXPECT_EQ(ChooseResponseMode(accept, true), ResponseMode::kEventStream) << accept;
+  }
+  EXPECT_EQ(ChooseResponseMode("application/json", true), ResponseMode::kJson);
+  EXPECT_EQ(ChooseResponseMode("application/json, text/event-stream;q=0", true), ResponseMode::kJson);
+  EXPECT_EQ(ChooseResponseMode("*/*", false), ResponseMode::kJson);
+}
+
 TEST(ChooseResponseMode, SingleTypes) {
   EXPECT_EQ(ChooseResponseMode("application/json"), ResponseMode::kJson);
   EXPECT_EQ(ChooseResponseMode("text/event-stream"), ResponseMode::kEventStream);

@@ -22,12 +22,13 @@ namespace mcpexec::mcp {
 class RecordingSink : public MessageSink {
  public:
   bool OpenAfterFinal() const override { return true; }  // as stdio
-  void Send(const nlohmann::json& message, bool final) override {
+  bool Send(const nlohmann::json& message, bool final) override {
     std::lock_guard lock(mu_);
     messages_.push_back(message);
     at_.push_back(std::chrono::steady_clock::now());
     finals_ += final ? 1 : 0;
     cv_.notify_all();
+    return true;
   }
   // Waits for `n` final messages; returns every message received so far.
   std::vector<nlohmann::json> WaitFinals(

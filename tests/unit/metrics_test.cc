@@ -192,6 +192,11 @@ TEST(WorkerPoolStats, CountsQueuedRunningAndRejectedBusy) {
   EXPECT_EQ(s.rejected, 2u);
 }
 
+class NullSink final : public mcp::MessageSink {
+ public:
+  bool Send(const nlohmann::json&, bool) override { return true; }
+};
+
 class FakeEngine final : public engine::Engine {
  public:
   explicit FakeEngine(engine::EngineState state) : state_(state) {}
@@ -229,9 +234,14 @@ TEST(ServeMetrics, WritesBuildPoolEngineAndLimitsFamilies) {
   sandbox::Teardown teardown;
   mcp::TaskStore tasks(mcp::TaskLimits{});
   (void)*tasks.Create("caller", std::nullopt);
+  mcp::Subscriptions subscriptions([](const mcp::TaskView&, bool) { return nlohmann::json::object(); });
+  mcp::Subscriptions::Listen listen;
+  listen.caller = "caller";
+  listen.sink = std::make_shared<NullSink>();
+  ASSERT_TRUE(std::holds_alternative<uint64_t>(subscriptions.Open(std::move(listen))));
   TextWriter out;
   cli::WriteServeMetrics(out, {"1.2.3", &exec_metrics, &pool, &engine, limits::Backend::kCgroup1,
-                               nullptr, &teardown, &tasks});
+                               nullptr, &teardown, &tasks, &subscriptions});
   const std::string text = out.Take();
   for (const char* line : {
            "mcp_exec_build_info{version=\"1.2.3\"} 1\n",
@@ -256,6 +266,7 @@ TEST(ServeMetrics, WritesBuildPoolEngineAndLimitsFamilies) {
            "mcp_exec_tasks_created_total 1\n",
            "mcp_exec_tasks_refused_total 0\n",
            "mcp_exec_tasks_dropped_total 0\n",
+           "mcp_exec_subscriptions_open 1\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
   }

@@ -190,7 +190,7 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
   return address;
 }
 
-ResponseMode ChooseResponseMode(std::string_view accept_header) {
+ResponseMode ChooseResponseMode(std::string_view accept_header, bool stream_only) {
   if (Trim(accept_header).empty()) accept_header = "*/*";
   TypeMatch json;
   TypeMatch sse;
@@ -208,6 +208,7 @@ ResponseMode ChooseResponseMode(std::string_view accept_header) {
   const double q_json = json.specificity >= 0 ? json.q : 0;
   const double q_sse = sse.specificity >= 0 ? sse.q : 0;
   if (q_json <= 0 && q_sse <= 0) return ResponseMode::kNotAcceptable;
+  if (stream_only && q_sse > 0) return ResponseMode::kEventStream;
   if (q_sse > q_json) return ResponseMode::kEventStream;
   if (q_json > q_sse) return ResponseMode::kJson;
   return sse.specificity == 2 ? ResponseMode::kEventStream : ResponseMode::kJson;

@@ -41,8 +41,9 @@ enum class ResponseMode {
 // Reads media ranges and q-values (RFC 9110 12.5.1; the most specific range decides a type's q).
 // The type with the higher q wins; on a tie text/event-stream wins if the client named it, else
 // JSON (a client that sent only "*/*", like curl, gets a plain JSON body). An empty header
-// means "*/*".
-ResponseMode ChooseResponseMode(std::string_view accept_header);
+// means "*/*". `stream_only`: the answer is an event stream or nothing (subscriptions/listen),
+// chosen whenever the header accepts one at all.
+ResponseMode ChooseResponseMode(std::string_view accept_header, bool stream_only = false);
 
 // Compares a client's token with the configured one in time that depends only on the configured
 // token's length: no early exit on the first difference, no branch on the provided length.

@@ -50,8 +50,9 @@ bool IsStateless(const Request& req) {
 }
 
 // The form of a request's reply that the Accept header asks for.
-transport::ResponseMode AcceptedMode(const Request& req) {
-  return transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()));
+transport::ResponseMode AcceptedMode(const Request& req, bool stream_only = false) {
+  return transport::ChooseResponseMode(Header(req, "Accept").value_or(std::string_view()),
+                                       stream_only);
 }
 
 // False after answering 406: the Accept header allows neither JSON nor an event stream.
@@ -239,6 +240,9 @@ void HttpServer::Impl::Stop() {
     if (stopped_) return;
     stopped_ = true;
   }
+  // Each open subscriptions/listen stream gets its response before it ends: Pump writes what
+  // its queue holds when it sees the stop.
+  server_.Listening().EndAll();
   if (stop_fd_.Valid()) {
     const uint64_t one = 1;
     (void)!write(stop_fd_.Get(), &one, sizeof one);
@@ -508,7 +512,7 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
     SendHeaderMismatch(res, request->id, *why);
     return;
   }
-  const transport::ResponseMode mode = AcceptedMode(req);
+  const transport::ResponseMode mode = AcceptedMode(req, request->method == "subscriptions/listen");
   if (!CheckAcceptable(res, mode)) return;
   std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res);
   if (!queue) return;
@@ -613,7 +617,18 @@ void HttpServer::Impl::ReplyStream(int sock, Response& res, std::shared_ptr<Sess
 bool HttpServer::Impl::Pump(int sock, transport::MessageQueue& queue, http::StreamSink& out,
                             bool* finished) {
   switch (http::WaitForMessages(queue.WaitFd(), sock, stop_fd_.Get(), options_.sse_keep_alive)) {
-    case http::WaitResult::kStopped:
+    case http::WaitResult::kStopped: {
+      // What was sent before the stop still goes out: a subscription's closing response ends
+      // its stream as any final response does.
+      transport::MessageQueue::Batch batch = queue.Take();
+      for (const std::string& message : batch.messages) {
+        if (!out.Write(transport::SseEvent("message", message))) return false;
+      }
+      if (!batch.final) return false;
+      if (finished) *finished = true;
+      out.Done();
+      return true;
+    }
     case http::WaitResult::kPeerClosed:
       return false;
     case http::WaitResult::kTimeout:

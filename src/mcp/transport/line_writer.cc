@@ -15,7 +15,7 @@ LineWriter::LineWriter(int fd, size_t max_pending_bytes)
 
 LineWriter::~LineWriter() { Finish(); }
 
-void LineWriter::Send(const nlohmann::json& message, bool final) {
+bool LineWriter::Send(const nlohmann::json& message, bool final) {
   std::string line = jsonrpc::Serialize(message);
   line.push_back('\n');
   std::unique_lock lock(mu_);
@@ -26,12 +26,13 @@ void LineWriter::Send(const nlohmann::json& message, bool final) {
              pending_bytes_ + line.size() <= max_pending_bytes_;
     });
   } else if (pending_bytes_ + line.size() > max_pending_bytes_) {
-    return;
+    return false;
   }
-  if (broken_ || finishing_) return;
+  if (broken_ || finishing_) return false;
   pending_bytes_ += line.size();
   queue_.push_back(std::move(line));
   changed_.notify_all();
+  return true;
 }
 
 void LineWriter::Finish() {

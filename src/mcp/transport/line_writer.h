@@ -29,7 +29,7 @@ class LineWriter : public MessageSink {
 
   // Queues `message` as one line. Thread-safe. Never blocks for a notification; dropped after
   // Finish() or once a write has failed (the client closed its end).
-  void Send(const nlohmann::json& message, bool final) override;
+  bool Send(const nlohmann::json& message, bool final) override;
   bool OpenAfterFinal() const override { return true; }
 
   // Writes everything queued, then stops the thread. Blocks until that is written or a write

@@ -88,8 +88,8 @@ std::optional<std::string> MessageQueue::TakeLoneFinal(
   return message;
 }
 
-void QueueSink::Send(const nlohmann::json& message, bool final) {
-  if (mode_ == SinkMode::kRequestJson && !final) return;  // a JSON reply has room for one message
+bool QueueSink::Send(const nlohmann::json& message, bool final) {
+  if (mode_ == SinkMode::kRequestJson && !final) return false;  // room for one message alone
   MessageQueue::Kind kind = MessageQueue::Kind::kNotification;
   if (final) {
     kind = mode_ == SinkMode::kSessionStream ? MessageQueue::Kind::kResponse
@@ -97,7 +97,7 @@ void QueueSink::Send(const nlohmann::json& message, bool final) {
   } else if (jsonrpc::IsResponse(message)) {
     kind = MessageQueue::Kind::kResponse;
   }
-  queue_->Push(jsonrpc::Serialize(message), kind);
+  return queue_->Push(jsonrpc::Serialize(message), kind);
 }
 
 std::string SseEvent(std::string_view name, std::string_view data) {

@@ -90,8 +90,9 @@ class QueueSink : public MessageSink {
  public:
   QueueSink(std::shared_ptr<MessageQueue> queue, SinkMode mode)
       : queue_(std::move(queue)), mode_(mode) {}
-  void Send(const nlohmann::json& message, bool final) override;
+  bool Send(const nlohmann::json& message, bool final) override;
   bool OpenAfterFinal() const override { return mode_ == SinkMode::kSessionStream; }
+  bool CarriesNotifications() const override { return mode_ != SinkMode::kRequestJson; }
 
  private:
   const std::shared_ptr<MessageQueue> queue_;
