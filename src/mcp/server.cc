@@ -73,11 +73,50 @@ std::string NextCaller() {
 
 }  // namespace
 
+// Forwards to the standalone stream attached now; drops what comes while none is.
+class StandaloneRelay final : public MessageSink {
+ public:
+  bool Send(const json& message, bool final) override {
+    std::shared_ptr<MessageSink> to;
+    {
+      std::lock_guard lock(mu_);
+      to = stream_;
+    }
+    return to && to->Send(message, final);
+  }
+  bool OpenAfterFinal() const override { return true; }
+
+  bool Attach(std::shared_ptr<MessageSink> stream) {
+    std::lock_guard lock(mu_);
+    if (stream_) return false;
+    stream_ = std::move(stream);
+    return true;
+  }
+  void Detach(const MessageSink* stream) {
+    std::shared_ptr<MessageSink> gone;  // released without the lock
+    std::lock_guard lock(mu_);
+    if (stream_.get() == stream) gone = std::move(stream_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<MessageSink> stream_;
+};
+
 Session::Session(Server& server, std::string id, std::string shared_caller)
     : server_(server),
       id_(std::move(id)),
       caller_(shared_caller.empty() ? NextCaller() : shared_caller),
-      own_caller_(shared_caller.empty()) {}
+      own_caller_(shared_caller.empty()),
+      standalone_(std::make_shared<StandaloneRelay>()) {}
+
+bool Session::AttachStandaloneStream(std::shared_ptr<MessageSink> stream) {
+  return standalone_->Attach(std::move(stream));
+}
+
+void Session::DetachStandaloneStream(const MessageSink* stream) { standalone_->Detach(stream); }
+
+Session::Sink Session::StandaloneSink() const { return standalone_; }
 
 // Not Close(): a session a call's worker releases last may outlive the server's tools.
 Session::~Session() {

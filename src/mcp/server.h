@@ -37,6 +37,7 @@ struct ServerInfo {
 };
 
 class Session;
+class StandaloneRelay;
 
 // notifications/tasks/status (2025-11-25) with the ended task, to where its notifications went
 // (server_tasks.cc); the store's TaskStore::EndNotice.
@@ -100,6 +101,13 @@ class Session : public std::enable_shared_from_this<Session> {
   // Cancels one running call, as notifications/cancelled does: its response is dropped. For
   // transports whose stream for that request went away (a Streamable HTTP client that hung up).
   void Cancel(const jsonrpc::Id& request_id);
+
+  // Streamable HTTP's standalone stream (a GET on the endpoint): while one is attached, the
+  // notifications of this session's tasks go there once the request that made the task has been
+  // answered, unless a tasks/result waits for the task: its progress, log messages and end. One
+  // at a time: false when one is attached already. Detached with the same sink when it ends.
+  bool AttachStandaloneStream(std::shared_ptr<MessageSink> stream);
+  void DetachStandaloneStream(const MessageSink* stream);
 
   const std::string& Id() const { return id_; }
   bool Initialized() const { return initialized_.load(); }
@@ -175,6 +183,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Handled SubscriptionsListen(const jsonrpc::Request& request, Sink sink, const CallEra& era);
   // Ends this session's subscriptions without an answer (Close, or the session is gone).
   void CloseSubscriptions();
+  // standalone_, as what it is to a task.
+  Sink StandaloneSink() const;
 
   // How a tools/call asks to run (server_tasks.cc): plainly, as a task with an optional
   // requested TTL, or not at all (the JSON-RPC error to answer with).
@@ -244,6 +254,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // The subscriptions/listen requests open, by serialized request id: their Subscriptions
   // handle, 0 while it is being opened.
   std::map<std::string, uint64_t> subscriptions_;
+  // What the tasks of a Streamable HTTP session send to once their creating request has its
+  // answer: the standalone stream attached now, or nothing.
+  const std::shared_ptr<StandaloneRelay> standalone_;
 };
 
 }  // namespace mcpexec::mcp

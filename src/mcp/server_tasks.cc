@@ -232,8 +232,9 @@ Handled Session::StartTask(Tool* tool, json arguments, const TaskCall& call,
   Reply(sink, jsonrpc::MakeResult(request.id, {{"task", TaskFields(view, false)}}));
   // The run's notifications follow the handle, never precede it: until now they had nowhere to
   // go. A tasks/result that already waits keeps them. A Streamable HTTP reply ends with the
-  // handle: its queue is not kept (it counts against the session's open requests).
-  if (sink->OpenAfterFinal()) task->SetNotificationSinkIfNone(sink);
+  // handle: its queue is not kept (it counts against the session's open requests), and they go
+  // to the session's standalone stream while one is open.
+  task->SetNotificationSinkIfNone(sink->OpenAfterFinal() ? sink : StandaloneSink());
   return Handled::kResponding;
 }
 

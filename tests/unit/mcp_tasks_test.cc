@@ -755,6 +755,43 @@ TEST_F(McpTasksTest, NoRequestsReplyIsHeldPastItsAnswer) {
   EXPECT_EQ(fetching.use_count(), 1) << "the ended task holds the tasks/result's reply";
 }
 
+// Streamable HTTP with no tasks/result waiting: a task's progress and end go to the session's
+// standalone stream while one is attached, one at a time, and to nothing once it is detached,
+// which then is not held.
+TEST_F(McpTasksTest, ATasksNotificationsGoToTheStandaloneStreamWhileOneIsOpen) {
+  auto session = NewSession();
+  auto stream = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(session->AttachStandaloneStream(stream));
+  EXPECT_FALSE(session->AttachStandaloneStream(std::make_shared<RecordingSink>())) << "a second";
+  const json r = Send(*session, 1, "tools/call",
+                      {{"name", "job"},
+                       {"arguments", {{"block", true}, {"progress_after", 2}}},
+                       {"task", json::object()},
+                       {"_meta", {{"progressToken", "p"}}}},
+                      std::make_shared<OneReplySink>());
+  const std::string id = r["result"]["task"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(1));
+  job_->Release();
+  AwaitEnd(*session, id);
+  std::vector<std::string> methods;
+  for (int i = 0; i < 500 && methods.size() < 3; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    methods.clear();
+    for (const json& m : stream->Messages()) methods.push_back(m.value("method", ""));
+  }
+  EXPECT_EQ(methods, (std::vector<std::string>{"notifications/progress", "notifications/progress",
+                                               "notifications/tasks/status"}));
+  session->DetachStandaloneStream(stream.get());
+  EXPECT_EQ(stream.use_count(), 1) << "the detached stream is held";
+  // Detached: the next task's notifications go nowhere, and another stream may attach.
+  Send(*session, 2, "tools/call",
+       {{"name", "job"}, {"arguments", {{"progress_steps", 1}}}, {"task", json::object()},
+        {"_meta", {{"progressToken", "q"}}}},
+       std::make_shared<OneReplySink>());
+  EXPECT_TRUE(session->AttachStandaloneStream(std::make_shared<RecordingSink>()));
+  EXPECT_EQ(stream->Messages().size(), 3u);
+}
+
 // 2025-11-25: an ended task's status goes where its notifications go: on the connection (stdio,
 // SSE), or on a waiting tasks/result's stream (Streamable HTTP) ahead of its answer.
 TEST_F(McpTasksTest, AnEndedTasksStatusIsNotifiedBeforeItsResult) {

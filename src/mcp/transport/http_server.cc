@@ -139,6 +139,9 @@ class HttpServer::Impl final : public http::Handler {
   void GetMcp(const Request& req, Response& res);
   void DeleteMcp(const Request& req, Response& res);
   void GetSse(const Request& req, Response& res);
+  // A place among the event streams of the request's address (max_streams_per_peer), or 503.
+  std::optional<::mcpexec::http::PeerTable::Slot> AcquireStreamSlot(const Request& req,
+                                                                     Response& res);
   void PostMessages(const Request& req, Response& res);
   void GetMetrics(Response& res);
   void GetReadyz(Response& res);
@@ -657,13 +660,49 @@ bool HttpServer::Impl::RefuseStateless(const Request& req, Response& res) {
   return true;
 }
 
+// The session's standalone stream: the notifications of its tasks once their creating request
+// has its answer (Session::AttachStandaloneStream); never a request or a response.
 void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
   if (RefuseStateless(req, res)) return;
-  if (!CheckProtocolVersion(req, res) || !SessionFromHeader(req, res)) return;
-  // The server never sends a message that is not part of a request's reply, so it offers no
-  // standalone stream (2025-11-25 transports: "or else return 405").
-  res.SetHeader("Allow", "POST, DELETE");
-  SendRpcError(res, 405, kTransportError, "Method Not Allowed: no server-initiated stream");
+  if (!CheckProtocolVersion(req, res)) return;
+  std::shared_ptr<Session> session = SessionFromHeader(req, res);
+  if (!session) return;
+  if (AcceptedMode(req, true) != transport::ResponseMode::kEventStream) {
+    SendRpcError(res, 406, kTransportError,
+                 "Not Acceptable: the stream a GET opens is text/event-stream");
+    return;
+  }
+  std::optional<::mcpexec::http::PeerTable::Slot> stream_slot = AcquireStreamSlot(req, res);
+  if (!stream_slot) return;
+  auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes,
+                                               options_.max_sse_queued_bytes);
+  if (!queue.ok()) {
+    log::Error("cannot open an event stream", {{"error", queue.error().message}});
+    SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
+    return;
+  }
+  auto sink = std::make_shared<transport::QueueSink>(*queue, transport::SinkMode::kSessionStream);
+  if (!session->AttachStandaloneStream(sink)) {
+    SendRpcError(res, 409, kTransportError,
+                 "Conflict: this session has a stream open already (one GET at a time)");
+    return;
+  }
+  // Ended with the session (DELETE, expiry, the server's stop).
+  sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
+  log::Info("http standalone stream opened", {{"session", session->Id()}});
+  res.status = 200;
+  res.SetHeader("Cache-Control", "no-cache");
+  res.SetHeader("X-Accel-Buffering", "no");
+  res.SetStream(
+      "text/event-stream",
+      [this, sock = req.socket, queue = *queue](http::StreamSink& out) {
+        return Pump(sock, *queue, out, nullptr);
+      },
+      [session, sink,
+       slot = std::make_shared<::mcpexec::http::PeerTable::Slot>(std::move(*stream_slot))](bool) {
+        session->DetachStandaloneStream(sink.get());
+        log::Info("http standalone stream closed", {{"session", session->Id()}});
+      });
 }
 
 void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {
@@ -673,21 +712,26 @@ void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {
   res.status = 200;
 }
 
-void HttpServer::Impl::GetSse(const Request& req, Response& res) {
-  std::optional<::mcpexec::http::PeerTable::Slot> stream_slot =
+std::optional<::mcpexec::http::PeerTable::Slot> HttpServer::Impl::AcquireStreamSlot(
+    const Request& req, Response& res) {
+  std::optional<::mcpexec::http::PeerTable::Slot> slot =
       streams_.Acquire(req.remote_addr, options_.max_streams_per_peer);
-  if (!stream_slot) {
-    if (auto held = streams_busy_log_.Allow()) {
-      log::Warn("too many event streams from one address: refusing with 503",
-                {{"remote", req.remote_addr},
-                 {"max_streams_per_peer", options_.max_streams_per_peer},
-                 {"held_back", *held}});
-    }
-    SendRpcError(res, 503, kTransportError,
-                 "Service Unavailable: this address has " +
-                     std::to_string(options_.max_streams_per_peer) + " event streams open");
-    return;
+  if (slot) return slot;
+  if (auto held = streams_busy_log_.Allow()) {
+    log::Warn("too many event streams from one address: refusing with 503",
+              {{"remote", req.remote_addr},
+               {"max_streams_per_peer", options_.max_streams_per_peer},
+               {"held_back", *held}});
   }
+  SendRpcError(res, 503, kTransportError,
+               "Service Unavailable: this address has " +
+                   std::to_string(options_.max_streams_per_peer) + " event streams open");
+  return std::nullopt;
+}
+
+void HttpServer::Impl::GetSse(const Request& req, Response& res) {
+  std::optional<::mcpexec::http::PeerTable::Slot> stream_slot = AcquireStreamSlot(req, res);
+  if (!stream_slot) return;
   std::optional<std::string> id = NewSessionId(res);
   if (!id) return;
   auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes,

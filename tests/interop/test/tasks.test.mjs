@@ -32,7 +32,9 @@
 //    tasks/result and tasks/cancel; on HTTP (two Mcp-Session-Ids) and SSE (two SSE sessions)
 //    another session's taskId gets exactly that answer, and its cancel does nothing;
 //  - on Streamable HTTP, a tasks/result opened while the task runs carries the run's progress
-//    notifications with the tools/call's own progressToken and the related-task _meta;
+//    notifications with the tools/call's own progressToken and the related-task _meta; with no
+//    tasks/result they and the task's end (notifications/tasks/status) come on the session's GET
+//    stream, of which one is open at a time (a second GET is 409), and DELETE ends it;
 //  - a caller that goes away (stdio EOF, HTTP session DELETE, SSE stream closed) takes its running
 //    tasks with it: their processes die.
 import assert from 'node:assert/strict';
@@ -51,7 +53,7 @@ import { StdioClientTransport as StdioTransportV2 } from '@modelcontextprotocol/
 
 import { checkExecResult, execTool } from '../lib/exec.mjs';
 import { findByMarker, markerProgram, waitUntil } from '../lib/procs.mjs';
-import { RawHttp } from '../lib/raw.mjs';
+import { RawHttp, sseEvents } from '../lib/raw.mjs';
 import { BIN, TRANSPORTS, closeV2Client, sleep, startServer } from '../lib/server.mjs';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -610,6 +612,50 @@ describe('tasks', { concurrency: true }, () => {
             } finally {
               await raw.delete().catch(() => {});
             }
+          });
+
+          it("with no tasks/result, a task's progress and its end come on the session's GET stream; one GET at a time; DELETE ends it", async () => {
+            const raw = new RawHttp(srv.mcpUrl);
+            assert.equal((await raw.initialize()).status, 200);
+            const get = () =>
+              fetch(srv.mcpUrl, { headers: raw.baseHeaders({ 'Content-Type': null, Accept: 'text/event-stream' }), signal: AbortSignal.timeout(60000) });
+            const stream = await get();
+            assert.equal(stream.status, 200);
+            assert.match(stream.headers.get('content-type') ?? '', /^text\/event-stream/);
+            const second = await get();
+            assert.equal(second.status, 409, 'a second GET of the session');
+            await second.arrayBuffer();
+            const received = [];
+            const reading = (async () => {
+              for await (const ev of sseEvents(stream.body)) if (ev.event === 'message' && ev.data) received.push(JSON.parse(ev.data));
+            })();
+            const token = `tok-${randomUUID()}`;
+            const create = await raw.post({
+              jsonrpc: '2.0',
+              id: 1,
+              method: 'tools/call',
+              params: {
+                name: 'exec',
+                arguments: { code: 'import time\nfor i in range(3):\n    print("tick", i, flush=True)\n    time.sleep(0.7)', timeout_s: 30 },
+                task: { ttl: 60000 },
+                _meta: { progressToken: token },
+              },
+            });
+            const taskId = create.messages.find((m) => m.id === 1)?.result?.task?.taskId;
+            assert.ok(taskId, `tools/call -> ${create.status} ${create.text.slice(0, 400)}`);
+            await waitUntil(() => received.some((m) => m.method === 'notifications/tasks/status'), 30000, 'the task status on the GET stream');
+            const status = received.find((m) => m.method === 'notifications/tasks/status');
+            assert.equal(status.params.taskId, taskId);
+            assert.equal(status.params.status, 'completed');
+            const notes = received.filter((m) => m.method === 'notifications/progress');
+            assert.ok(notes.some((n) => /tick 1/.test(n.params.message ?? '')), JSON.stringify(received).slice(0, 600));
+            for (const n of notes) {
+              assert.equal(n.params.progressToken, token);
+              assert.equal(relatedTaskId(n.params), taskId);
+            }
+            assert.ok(!received.some((m) => 'id' in m), 'a request or a response on the standalone stream');
+            assert.equal(await raw.delete(), 200);
+            await reading; // the session's end ends its stream
           });
         }
 
