@@ -13,8 +13,10 @@
 //    RequestTimeout, -32001) and the server cleans up: the SDK sends notifications/cancelled,
 //    the run's processes (one carries a unique marker in its argv) are gone within seconds, the
 //    server logs the run's exec line with cancelled true, and it never answers the request.
-// The same 90 s task through SDK2 (2.x) by hand, on stdio and Streamable HTTP.
-// These eight cases each take 60-95 s, so they run concurrently (the suites below are
+// The same 90 s task through SDK2 (2.x) by hand, on stdio and Streamable HTTP; and in the
+// stateless era (2026-07-28, the tasks extension) by hand on both, told of its end, with the
+// result, on a subscriptions/listen stream.
+// These ten cases each take 60-95 s, so they run concurrently (the suites below are
 // `concurrency: true`, and the short cases run beside them on their own servers): the file costs
 // about 95-100 s instead of 9 minutes.
 //
@@ -55,6 +57,7 @@ import { checkExecResult, execTool } from '../lib/exec.mjs';
 import { findByMarker, markerProgram, waitUntil } from '../lib/procs.mjs';
 import { RawHttp, sseEvents } from '../lib/raw.mjs';
 import { BIN, TRANSPORTS, closeV2Client, sleep, startServer } from '../lib/server.mjs';
+import { SUB_ID, request, tasksNote, wire } from '../lib/stateless.mjs';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const NOT_FOUND = /^MCP error -32602: Failed to retrieve task: Task not found/;
@@ -323,6 +326,51 @@ describe('tasks', { concurrency: true }, () => {
           assert.equal(sc.stdout, `${marker}\n`);
           assert.ok(sc.duration_ms >= LONG_S * 1000, `duration_ms ${sc.duration_ms}`);
         });
+      });
+    }
+
+    // The stateless era by hand (SDK2 2.4.0 does not take a task for an answer): no request waits
+    // for the run; its end comes on a listen stream (over HTTP one event stream for the whole run).
+    for (const transport of ['stdio', 'http']) {
+      describe(`2026-07-28 by hand over ${transport}`, { concurrency: true }, () => {
+        let srv;
+        before(async () => {
+          srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 2 } });
+        });
+        after(async () => {
+          await srv?.stop();
+        });
+
+      it(`a ${LONG_S} s run as a task (the server decides): its end, with the result, comes on a subscriptions/listen stream`, async () => {
+        const w = await wire(transport, srv);
+        const marker = `mcp-exec-interop-listen-${randomUUID()}`;
+        const created = await w.call(
+          request(1, 'tools/call', {
+            name: 'exec',
+            arguments: { code: `import time\ntime.sleep(${LONG_S})\nprint(${JSON.stringify(marker)})`, timeout_s: LONG_S + 60 },
+          }),
+        );
+        assert.equal(created.result?.resultType, 'task', JSON.stringify(created));
+        const { taskId } = created.result;
+        const sub = await w.listen(request('listen-long', 'subscriptions/listen', { notifications: { taskIds: [taskId] } }));
+        const ack = await sub.inbox.waitFor((m) => m.method === 'notifications/subscriptions/acknowledged', 10000, 'the acknowledgement');
+        assert.deepEqual(ack.params.notifications, { taskIds: [taskId] });
+        assert.equal(ack.params._meta[SUB_ID], 'listen-long');
+        const working = await sub.inbox.waitFor(tasksNote(taskId), 10000, 'the task as it is');
+        assert.equal(working.params.status, 'working');
+        const t0 = performance.now();
+        const ended = await sub.inbox.waitFor(tasksNote(taskId, 'completed'), (LONG_S + 45) * 1000, 'the task completed');
+        assert.ok(performance.now() - t0 >= (LONG_S - 5) * 1000, 'told of the end before the run could have ended');
+        assert.equal(ended.params._meta[SUB_ID], 'listen-long');
+        const sc = ended.params.result.structuredContent;
+        assert.equal(sc.exit_code, 0, sc.stderr);
+        assert.equal(sc.stdout, `${marker}\n`);
+        assert.ok(sc.duration_ms >= LONG_S * 1000, `duration_ms ${sc.duration_ms}`);
+        assert.ok(!sub.inbox.messages.some((m) => m.id === 'listen-long'), 'the open subscription was answered');
+        await sub.close();
+        await w.end();
+      });
+
       });
     }
   });
