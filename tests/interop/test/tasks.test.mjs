@@ -27,6 +27,8 @@
 //  - tasks/cancel of a running task answers status cancelled once the run's processes are dead,
 //    and tasks/result then gives an isError result; cancelling a terminal task is -32602;
 //  - a task running in an exec session ends cancelled when session_close closes the session;
+//    tasks/cancel of one interrupts the call as notifications/cancelled does (KeyboardInterrupt),
+//    and the session, with what its code started, lives on until session_close;
 //  - a malformed params.task (ttl a string, negative; task not an object) is -32602 and makes no task;
 //  - a task past MCP_EXEC_MAX_TASKS_PER_CALLER is refused with a JSON-RPC error whose message,
 //    naming the setting, reaches SDK1's caller (a tool result would fail its parse);
@@ -544,6 +546,28 @@ describe('tasks', { concurrency: true }, () => {
           assert.equal(ended.status, 'cancelled', JSON.stringify(ended));
           assert.match(ended.statusMessage ?? '', /session was closed/, JSON.stringify(ended));
           await waitUntil(() => findByMarker(marker).length === 0, 5000, `the processes of ${marker} to die`);
+        });
+
+        it('tasks/cancel of a call in an exec session interrupts the call, as a plain cancel does; the session and what it started live on until it closes', async () => {
+          const opened = await a.client.callTool({ name: 'exec', arguments: { code: 'x = 1', session: 'new' } });
+          const handle = opened.structuredContent?.session;
+          assert.ok(handle, JSON.stringify(opened));
+          const marker = `mcp-exec-interop-task-session-cancel-${randomUUID()}`;
+          const task = await createTask(a, { code: markerProgram(marker, 60), session: handle, timeout_s: 120 });
+          await waitUntil(() => findByMarker(marker).length > 0, 10000, `the sandboxed process ${marker}`);
+          const cancelled = await a.client.experimental.tasks.cancelTask(task.taskId);
+          assert.equal(cancelled.status, 'cancelled', JSON.stringify(cancelled));
+          const result = await a.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, { timeout: 10000 });
+          assert.equal(result.isError, true, JSON.stringify(result));
+          // The call has returned (a session runs one call at a time); its state and the process
+          // its code started in the background are still there.
+          const t0 = performance.now();
+          const next = await a.client.callTool({ name: 'exec', arguments: { code: 'print(x)', session: handle } }, undefined, { timeout: 10000 });
+          assert.equal(checkExecResult(next, validate).stdout, '1\n');
+          assert.ok(performance.now() - t0 < 5000, 'the next call waited for the cancelled one');
+          assert.ok(findByMarker(marker).length > 0, 'the process the session started died with the call');
+          await a.client.callTool({ name: 'session_close', arguments: { session: handle } });
+          await waitUntil(() => findByMarker(marker).length === 0, 5000, `the processes of ${marker} to die with the session`);
         });
 
         it('a malformed params.task (ttl a string, negative; task not an object) is -32602 and makes no task', async () => {
