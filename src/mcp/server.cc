@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <utility>
 #include <thread>
 
 #include "log/log.h"
@@ -73,34 +75,64 @@ std::string NextCaller() {
 
 }  // namespace
 
-// Forwards to the standalone stream attached now; drops what comes while none is.
+// Forwards to the standalone stream attached now; drops what comes while none is. A stream that
+// refuses a message (its client fell behind) is ended, so that the client sees the loss and
+// opens another.
 class StandaloneRelay final : public MessageSink {
  public:
   bool Send(const json& message, bool final) override {
-    std::shared_ptr<MessageSink> to;
+    Stream to;
     {
       std::lock_guard lock(mu_);
       to = stream_;
     }
-    return to && to->Send(message, final);
+    if (!to.sink) return false;
+    if (to.sink->Send(message, final)) return true;
+    End(to.sink.get());
+    return false;
   }
   bool OpenAfterFinal() const override { return true; }
 
-  bool Attach(std::shared_ptr<MessageSink> stream) {
-    std::lock_guard lock(mu_);
-    if (stream_) return false;
-    stream_ = std::move(stream);
-    return true;
+  void Attach(std::shared_ptr<MessageSink> sink, std::function<void()> end) {
+    Stream replaced;
+    {
+      std::lock_guard lock(mu_);
+      replaced = std::exchange(stream_, Stream{std::move(sink), std::move(end)});
+    }
+    if (replaced.end) replaced.end();
   }
-  void Detach(const MessageSink* stream) {
-    std::shared_ptr<MessageSink> gone;  // released without the lock
+  void Detach(const MessageSink* sink) {
+    Stream gone;  // released without the lock
     std::lock_guard lock(mu_);
-    if (stream_.get() == stream) gone = std::move(stream_);
+    if (stream_.sink.get() == sink) gone = std::exchange(stream_, Stream{});
+  }
+  bool EndCurrent() {
+    Stream ended;
+    {
+      std::lock_guard lock(mu_);
+      ended = std::exchange(stream_, Stream{});
+    }
+    if (ended.end) ended.end();
+    return ended.sink != nullptr;
   }
 
  private:
+  struct Stream {
+    std::shared_ptr<MessageSink> sink;
+    std::function<void()> end;  // ends the stream (its client is told nothing more comes)
+  };
+  void End(const MessageSink* sink) {
+    Stream ended;
+    {
+      std::lock_guard lock(mu_);
+      if (stream_.sink.get() != sink) return;
+      ended = std::exchange(stream_, Stream{});
+    }
+    if (ended.end) ended.end();
+  }
+
   std::mutex mu_;
-  std::shared_ptr<MessageSink> stream_;
+  Stream stream_;
 };
 
 Session::Session(Server& server, std::string id, std::string shared_caller)
@@ -110,11 +142,14 @@ Session::Session(Server& server, std::string id, std::string shared_caller)
       own_caller_(shared_caller.empty()),
       standalone_(std::make_shared<StandaloneRelay>()) {}
 
-bool Session::AttachStandaloneStream(std::shared_ptr<MessageSink> stream) {
-  return standalone_->Attach(std::move(stream));
+void Session::AttachStandaloneStream(std::shared_ptr<MessageSink> stream,
+                                     std::function<void()> end) {
+  standalone_->Attach(std::move(stream), std::move(end));
 }
 
 void Session::DetachStandaloneStream(const MessageSink* stream) { standalone_->Detach(stream); }
+
+bool Session::EndStandaloneStream() { return standalone_->EndCurrent(); }
 
 Session::Sink Session::StandaloneSink() const { return standalone_; }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,10 +105,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Streamable HTTP's standalone stream (a GET on the endpoint): while one is attached, the
   // notifications of this session's tasks go there once the request that made the task has been
-  // answered, unless a tasks/result waits for the task: its progress, log messages and end. One
-  // at a time: false when one is attached already. Detached with the same sink when it ends.
-  bool AttachStandaloneStream(std::shared_ptr<MessageSink> stream);
+  // answered, unless a tasks/result waits for the task: its progress, log messages and end. The
+  // newest wins: one attached before is ended with `end` (as one that refuses a message is: its
+  // client fell behind). Detached with the same sink when it ends.
+  void AttachStandaloneStream(std::shared_ptr<MessageSink> stream, std::function<void()> end);
   void DetachStandaloneStream(const MessageSink* stream);
+  // Ends the one attached, if any (true then).
+  bool EndStandaloneStream();
 
   const std::string& Id() const { return id_; }
   bool Initialized() const { return initialized_.load(); }

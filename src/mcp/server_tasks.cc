@@ -234,7 +234,7 @@ Handled Session::StartTask(Tool* tool, json arguments, const TaskCall& call,
   // go. A tasks/result that already waits keeps them. A Streamable HTTP reply ends with the
   // handle: its queue is not kept (it counts against the session's open requests), and they go
   // to the session's standalone stream while one is open.
-  task->SetNotificationSinkIfNone(sink->OpenAfterFinal() ? sink : StandaloneSink());
+  task->SetHomeSink(sink->OpenAfterFinal() ? sink : StandaloneSink());
   return Handled::kResponding;
 }
 
@@ -319,7 +319,8 @@ Handled Session::TasksResult(const jsonrpc::Request& request, Sink sink, const C
     return Handled::kResponding;                  // given up: nothing is answered
   }
   if (!number) return Reply(sink, TooManyWaiters(request.id));
-  task->SetNotificationSink(sink);
+  // A reply in JSON holds its answer alone: the notifications stay where they went.
+  if (sink->CarriesNotifications()) task->SetNotificationSink(sink);
   return Handled::kResponding;
 }
 

@@ -58,7 +58,7 @@ TaskView Task::View(size_t max_payload_bytes) const {
 
 std::shared_ptr<MessageSink> Task::NotificationSink() const {
   std::lock_guard lock(mu_);
-  return notify_;
+  return notify_ ? notify_ : home_;
 }
 
 void Task::SetNotificationSink(std::shared_ptr<MessageSink> sink) {
@@ -66,9 +66,9 @@ void Task::SetNotificationSink(std::shared_ptr<MessageSink> sink) {
   if (!IsTerminal(view_.status)) notify_ = std::move(sink);
 }
 
-void Task::SetNotificationSinkIfNone(std::shared_ptr<MessageSink> sink) {
+void Task::SetHomeSink(std::shared_ptr<MessageSink> sink) {
   std::lock_guard lock(mu_);
-  if (!notify_ && !IsTerminal(view_.status)) notify_ = std::move(sink);
+  if (!IsTerminal(view_.status)) home_ = std::move(sink);
 }
 
 void Task::DropNotificationSink(const MessageSink* sink) {
@@ -213,7 +213,9 @@ bool TaskStore::EndLocked(Task& task, TaskStatus status, nlohmann::json payload,
     task.view_.payload_bytes = bytes;
     ++task.view_.version;
     task.view_.input_requests = nullptr;
-    ended.notify = std::move(task.notify_);
+    ended.notify = task.notify_ ? std::move(task.notify_) : std::move(task.home_);
+    task.notify_.reset();
+    task.home_.reset();
     for (Task::Waiter& waiter : task.on_done_) ended.callbacks.push_back(std::move(waiter.done));
     task.on_done_.clear();
     ended.view = task.view_;

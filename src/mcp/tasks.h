@@ -83,15 +83,16 @@ class Task {
   // and payload_bytes says how large it is).
   TaskView View(size_t max_payload_bytes) const;
 
-  // Where the run's notifications (progress, log messages) go: the sink of the request that
-  // made the task when it outlives its response, until a request that waits for the task
-  // (tasks/result) offers its own. Null when there is nowhere to send them, and once the task
-  // has ended (nothing keeps a request's reply queue alive past it).
+  // Where the run's notifications (progress, log messages, its end) go: the sink of a request
+  // that waits for the task (tasks/result) while one does, else its home: the connection of the
+  // request that made it (stdio, legacy SSE), or Streamable HTTP's standalone stream. Null when
+  // there is nowhere to send them, and once the task has ended (nothing keeps a request's reply
+  // queue alive past it).
   std::shared_ptr<MessageSink> NotificationSink() const;
   void SetNotificationSink(std::shared_ptr<MessageSink> sink);
-  void SetNotificationSinkIfNone(std::shared_ptr<MessageSink> sink);
-  // The request whose sink that is went away (tasks/result given up): nothing goes there, and
-  // its reply queue is not kept alive.
+  void SetHomeSink(std::shared_ptr<MessageSink> sink);
+  // The waiting request whose sink that is went away (tasks/result given up): its reply queue
+  // is not kept alive, and the notifications go home again.
   void DropNotificationSink(const MessageSink* sink);
 
   // Called by the run: shows `requests` ({key: {method, params}}) to the client as
@@ -120,7 +121,8 @@ class Task {
   TaskView view_;
   nlohmann::json answers_;  // for the keys of view_.input_requests answered so far
   bool cancel_requested_ = false;
-  std::shared_ptr<MessageSink> notify_;
+  std::shared_ptr<MessageSink> notify_;  // a waiting request's
+  std::shared_ptr<MessageSink> home_;
   std::function<void(const std::string& owner, const TaskView& view)> on_change_;  // the store's
   // Requests waiting for the task's end (TaskStore::WhenDone): each called once, with the
   // terminal view, when it ends, unless dropped first (StopWaiting).

@@ -89,6 +89,7 @@ class HttpSessionBudgetTest : public ::testing::Test {
     options.listen.port = 0;
     options.max_open_per_session = 2;
     options.max_streams_per_peer = 2;
+    options.max_standalone_streams_per_peer = 2;
     http_ = std::make_unique<HttpServer>(server_, std::move(options));
     auto port = http_->Start();
     ASSERT_TRUE(port.ok()) << port.error().message;
@@ -207,6 +208,61 @@ TEST_F(HttpSessionBudgetTest, AnAddressAtItsStreamBudgetIsRefusedStreamsButServe
     if (!again.starts_with("HTTP/1.1 200")) std::this_thread::sleep_for(20ms);
   }
   EXPECT_TRUE(again.starts_with("HTTP/1.1 200")) << again;
+}
+
+// A Streamable HTTP standalone stream (GET /mcp) of session `session`: the connection, once the
+// response head has arrived.
+UniqueFd OpenStandalone(int port, const std::string& session, std::string* head) {
+  UniqueFd sock = Connect(port);
+  const std::string request = "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                              "MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: " +
+                              session + "\r\n\r\n";
+  EXPECT_EQ(write(sock.Get(), request.data(), request.size()),
+            static_cast<ssize_t>(request.size()));
+  char buf[4096];
+  pollfd p{sock.Get(), POLLIN, 0};
+  while (head->find("\r\n\r\n") == std::string::npos) {
+    if (poll(&p, 1, 10000) <= 0) break;
+    const ssize_t n = read(sock.Get(), buf, sizeof buf);
+    if (n <= 0) break;
+    head->append(buf, static_cast<size_t>(n));
+  }
+  return sock;
+}
+
+// Each standalone stream holds a thread for its session's life: past one address's budget a GET
+// is 405, which a client takes for "no standalone stream" and polls; a session's new GET
+// replaces its old one (whose connection ends) and takes no more.
+TEST_F(HttpSessionBudgetTest, StandaloneStreamsPastTheBudgetAre405) {
+  const std::string a = Open(), b = Open(), c = Open();
+  std::string head_a, head_b, head_c;
+  UniqueFd stream_a = OpenStandalone(port_, a, &head_a);
+  UniqueFd stream_b = OpenStandalone(port_, b, &head_b);
+  ASSERT_TRUE(head_a.starts_with("HTTP/1.1 200")) << head_a;
+  ASSERT_TRUE(head_b.starts_with("HTTP/1.1 200")) << head_b;
+  UniqueFd refused = OpenStandalone(port_, c, &head_c);
+  EXPECT_TRUE(head_c.starts_with("HTTP/1.1 405")) << head_c;
+  EXPECT_NE(head_c.find("Allow: POST, DELETE"), std::string::npos) << head_c;
+
+  // a's new stream replaces its old one, which the server ends.
+  std::string again;
+  UniqueFd stream_a2;
+  for (int i = 0; i < 100 && !again.starts_with("HTTP/1.1 200"); ++i) {
+    again.clear();
+    stream_a2 = OpenStandalone(port_, a, &again);
+    if (!again.starts_with("HTTP/1.1 200")) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(again.starts_with("HTTP/1.1 200")) << again;
+  // Its chunked body ends (the connection may stay for another request).
+  std::string rest = head_a;
+  char buf[4096];
+  pollfd p{stream_a.Get(), POLLIN, 0};
+  while (rest.find("\r\n0\r\n\r\n") == std::string::npos && poll(&p, 1, 10000) > 0) {
+    const ssize_t n = read(stream_a.Get(), buf, sizeof buf);
+    if (n <= 0) break;
+    rest.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_NE(rest.find("\r\n0\r\n\r\n"), std::string::npos) << "the replaced stream goes on: " << rest;
 }
 
 }  // namespace

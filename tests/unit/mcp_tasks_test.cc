@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <fstream>
 #include <string>
 #include <thread>
@@ -739,6 +741,24 @@ class OneReplySink : public RecordingSink {
   bool OpenAfterFinal() const override { return false; }
 };
 
+// A Streamable HTTP reply in JSON: room for the final response alone.
+class JsonReply : public OneReplySink {
+ public:
+  bool CarriesNotifications() const override { return false; }
+  bool Send(const json& message, bool final) override {
+    return final && RecordingSink::Send(message, final);
+  }
+};
+
+// A standalone stream that refuses every message once `refuse` is set.
+class DroppingStream : public RecordingSink {
+ public:
+  std::atomic<bool> refuse{false};
+  bool Send(const json& message, bool final) override {
+    return !refuse && RecordingSink::Send(message, final);
+  }
+};
+
 TEST_F(McpTasksTest, NoRequestsReplyIsHeldPastItsAnswer) {
   auto session = NewSession();
   auto creating = std::make_shared<OneReplySink>();
@@ -756,13 +776,26 @@ TEST_F(McpTasksTest, NoRequestsReplyIsHeldPastItsAnswer) {
 }
 
 // Streamable HTTP with no tasks/result waiting: a task's progress and end go to the session's
-// standalone stream while one is attached, one at a time, and to nothing once it is detached,
-// which then is not held.
-TEST_F(McpTasksTest, ATasksNotificationsGoToTheStandaloneStreamWhileOneIsOpen) {
+// standalone stream. The newest stream wins and the one it replaces is ended; one that refuses
+// a message (its client fell behind) is ended too; a detached one is not held.
+TEST_F(McpTasksTest, ATasksNotificationsGoToTheStandaloneStream) {
   auto session = NewSession();
-  auto stream = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(session->AttachStandaloneStream(stream));
-  EXPECT_FALSE(session->AttachStandaloneStream(std::make_shared<RecordingSink>())) << "a second";
+  auto methods_of = [](const std::shared_ptr<RecordingSink>& sink, size_t at_least) {
+    std::vector<std::string> methods;
+    for (int i = 0; i < 500 && methods.size() < at_least; ++i) {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      methods.clear();
+      for (const json& m : sink->Messages()) methods.push_back(m.value("method", ""));
+    }
+    return methods;
+  };
+  auto first = std::make_shared<RecordingSink>();
+  auto second = std::make_shared<DroppingStream>();
+  int first_ended = 0, second_ended = 0;
+  session->AttachStandaloneStream(first, [&] { ++first_ended; });
+  session->AttachStandaloneStream(second, [&] { ++second_ended; });
+  EXPECT_EQ(first_ended, 1) << "the stream the newest replaced was not ended";
+  EXPECT_EQ(first.use_count(), 1) << "the replaced stream is held";
   const json r = Send(*session, 1, "tools/call",
                       {{"name", "job"},
                        {"arguments", {{"block", true}, {"progress_after", 2}}},
@@ -771,25 +804,60 @@ TEST_F(McpTasksTest, ATasksNotificationsGoToTheStandaloneStreamWhileOneIsOpen) {
                       std::make_shared<OneReplySink>());
   const std::string id = r["result"]["task"]["taskId"];
   ASSERT_TRUE(job_->WaitStarted(1));
+  // A tasks/result answered in JSON cannot carry them: they stay on the stream.
+  auto json_reply = std::make_shared<JsonReply>();
+  session->Handle(json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", "tasks/result"},
+                       {"params", {{"taskId", id}}}}.dump(),
+                  json_reply);
+  job_->Release();
+  EXPECT_EQ(methods_of(second, 3), (std::vector<std::string>{"notifications/progress",
+                                                             "notifications/progress",
+                                                             "notifications/tasks/status"}));
+  EXPECT_EQ(json_reply->WaitFinals(1).size(), 1u) << "the JSON reply holds its answer alone";
+  EXPECT_EQ(second_ended, 0);
+  // Past the client's budget: the stream refuses a message and is ended.
+  second->refuse = true;
+  Send(*session, 2, "tools/call",
+       {{"name", "job"}, {"arguments", {{"block", true}, {"progress_after", 1}}},
+        {"task", json::object()}, {"_meta", {{"progressToken", "q"}}}},
+       std::make_shared<OneReplySink>());
+  ASSERT_TRUE(job_->WaitStarted(2));
+  for (int i = 0; i < 500 && second_ended == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(second_ended, 1) << "a stream that refused a message was not ended";
+  EXPECT_EQ(second.use_count(), 1) << "the ended stream is held";
+}
+
+// A tasks/result the client gives up on sends the task's notifications home again: on stdio,
+// the connection.
+TEST_F(McpTasksTest, AGivenUpTasksResultSendsTheNotificationsHomeAgain) {
+  auto session = NewSession();
+  auto connection = std::make_shared<RecordingSink>();
+  const json r = Send(*session, 1, "tools/call",
+                      {{"name", "job"}, {"arguments", {{"block", true}, {"progress_after", 1}}},
+                       {"task", json::object()}, {"_meta", {{"progressToken", "p"}}}},
+                      connection);
+  const std::string id = r["result"]["task"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(1));
+  auto waiting = std::make_shared<RecordingSink>();
+  session->Handle(json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tasks/result"},
+                       {"params", {{"taskId", id}}}}.dump(),
+                  waiting);
+  session->Handle(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}})",
+                  std::make_shared<RecordingSink>());
   job_->Release();
   AwaitEnd(*session, id);
   std::vector<std::string> methods;
   for (int i = 0; i < 500 && methods.size() < 3; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     methods.clear();
-    for (const json& m : stream->Messages()) methods.push_back(m.value("method", ""));
+    for (const json& m : connection->Messages()) methods.push_back(m.value("method", ""));
   }
-  EXPECT_EQ(methods, (std::vector<std::string>{"notifications/progress", "notifications/progress",
-                                               "notifications/tasks/status"}));
-  session->DetachStandaloneStream(stream.get());
-  EXPECT_EQ(stream.use_count(), 1) << "the detached stream is held";
-  // Detached: the next task's notifications go nowhere, and another stream may attach.
-  Send(*session, 2, "tools/call",
-       {{"name", "job"}, {"arguments", {{"progress_steps", 1}}}, {"task", json::object()},
-        {"_meta", {{"progressToken", "q"}}}},
-       std::make_shared<OneReplySink>());
-  EXPECT_TRUE(session->AttachStandaloneStream(std::make_shared<RecordingSink>()));
-  EXPECT_EQ(stream->Messages().size(), 3u);
+  EXPECT_EQ(methods, (std::vector<std::string>{"", "notifications/progress",
+                                               "notifications/tasks/status"}))
+      << "the handle, then the progress and the end on the connection";
+  EXPECT_TRUE(waiting->Messages().empty());
 }
 
 // 2025-11-25: an ended task's status goes where its notifications go: on the connection (stdio,

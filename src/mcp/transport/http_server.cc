@@ -180,6 +180,8 @@ class HttpServer::Impl final : public http::Handler {
   transport::SessionTable sessions_;
   metrics::LabeledCounter responses_{"code"};
   ::mcpexec::http::PeerTable streams_;  // legacy SSE event streams open, per client address
+  // Streamable HTTP standalone streams open, per client address, and in all (one key, "").
+  ::mcpexec::http::PeerTable standalone_streams_, standalone_streams_all_;
   log::Throttle session_busy_log_;       // clients at a budget can cause these at will
   log::Throttle streams_busy_log_;
 };
@@ -672,8 +674,31 @@ void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
                  "Not Acceptable: the stream a GET opens is text/event-stream");
     return;
   }
-  std::optional<::mcpexec::http::PeerTable::Slot> stream_slot = AcquireStreamSlot(req, res);
-  if (!stream_slot) return;
+  // Each holds a thread for as long as its session lives: past the caps, the client polls. A
+  // session that has one already (its client reconnects) gives that one's places up first; its
+  // stream ends at once (the connection thread serving it wakes for the end).
+  using Slots = std::pair<::mcpexec::http::PeerTable::Slot, ::mcpexec::http::PeerTable::Slot>;
+  auto acquire = [&]() -> std::optional<Slots> {
+    auto peer = standalone_streams_.Acquire(req.remote_addr, options_.max_standalone_streams_per_peer);
+    if (!peer) return std::nullopt;
+    auto all = standalone_streams_all_.Acquire("", options_.max_standalone_streams);
+    if (!all) return std::nullopt;
+    return Slots(std::move(*peer), std::move(*all));
+  };
+  std::optional<Slots> slots = acquire();
+  if (!slots && session->EndStandaloneStream()) {
+    for (int i = 0; i < 100 && !slots; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (std::optional<Slots> now = acquire()) slots.emplace(std::move(*now));
+    }
+  }
+  if (!slots) {
+    res.SetHeader("Allow", "POST, DELETE");
+    SendRpcError(res, 405, kTransportError,
+                 "Method Not Allowed: no standalone stream now (too many are open); poll "
+                 "tasks/get for a task's status");
+    return;
+  }
   auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes,
                                                options_.max_sse_queued_bytes);
   if (!queue.ok()) {
@@ -682,12 +707,7 @@ void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
     return;
   }
   auto sink = std::make_shared<transport::QueueSink>(*queue, transport::SinkMode::kSessionStream);
-  if (!session->AttachStandaloneStream(sink)) {
-    SendRpcError(res, 409, kTransportError,
-                 "Conflict: this session has a stream open already (one GET at a time)");
-    return;
-  }
-  // Ended with the session (DELETE, expiry, the server's stop).
+  // Ended with the session (DELETE, the server's stop); a session with it open does not expire.
   sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
   log::Info("http standalone stream opened", {{"session", session->Id()}});
   res.status = 200;
@@ -698,11 +718,13 @@ void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
       [this, sock = req.socket, queue = *queue](http::StreamSink& out) {
         return Pump(sock, *queue, out, nullptr);
       },
-      [session, sink,
-       slot = std::make_shared<::mcpexec::http::PeerTable::Slot>(std::move(*stream_slot))](bool) {
+      [session, sink, held = std::make_shared<Slots>(std::move(*slots))](bool) {
         session->DetachStandaloneStream(sink.get());
         log::Info("http standalone stream closed", {{"session", session->Id()}});
       });
+  // Last, once the stream's end is sure to detach it. The newest wins: a stream the client
+  // left (a dropped connection not noticed yet) is ended, not kept in its way.
+  session->AttachStandaloneStream(sink, [queue = *queue] { queue->Abort(); });
 }
 
 void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {

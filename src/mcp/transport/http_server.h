@@ -78,14 +78,19 @@ struct HttpServerOptions {
   // client keeps them: half its share of the threads, so that streams (a flood of them from the
   // client's own address included) leave the rest of the share to requests; beyond: 503.
   size_t max_streams_per_peer = 32;
+  // Streamable HTTP standalone streams (a GET on /mcp, which the official 1.x SDK opens for every
+  // session, each holding a thread for the session's life) from one IP address and in all;
+  // beyond: 405, which clients take for "no standalone stream" and poll instead.
+  size_t max_standalone_streams_per_peer = 16;
+  size_t max_standalone_streams = 256;
   // Reverse proxies whose X-Forwarded-For / Forwarded are believed (MCP_EXEC_TRUSTED_PROXIES);
   // none by default.
   ::mcpexec::http::TrustedProxies trusted_proxies;
   // Idle time, and time to send a request head, for a connection with no admitted request yet.
   std::chrono::milliseconds untrusted_idle_timeout{5000};
   size_t max_sessions = 4096;     // open sessions; beyond (after expiring idle ones): 503
-  // A Streamable HTTP session unused for this long, with nothing running, is closed. Legacy SSE
-  // sessions live as long as their stream.
+  // A Streamable HTTP session unused for this long, with nothing running (its standalone stream
+  // counts as running), is closed. Legacy SSE sessions live as long as their stream.
   std::chrono::milliseconds session_idle_timeout{std::chrono::hours(1)};
   size_t max_pending_notification_bytes = 4u << 20;  // per stream, for clients that stop reading
   // Everything a legacy SSE stream may hold unread; a client that falls further behind loses its
