@@ -26,7 +26,13 @@ struct RunDirs {
 class Cgroup1Run final : public RunCgroup {
  public:
   Cgroup1Run(RunDirs dirs, const ResourceLimits& limits, bool memsw)
-      : dirs_(std::move(dirs)), limits_(limits), memsw_(memsw) {}
+      : dirs_(std::move(dirs)),
+        limits_(limits),
+        memsw_(memsw),
+        oom_control_(dirs_.memory, "memory.oom_control"),
+        peak_(dirs_.memory, "memory.max_usage_in_bytes"),
+        current_(dirs_.memory, "memory.usage_in_bytes"),
+        cpu_(dirs_.cpuacct, "cpuacct.usage") {}
   ~Cgroup1Run() override {
     if (!finished_) (void)RemoveAll();
   }
@@ -66,16 +72,16 @@ class Cgroup1Run final : public RunCgroup {
 
   Usage Read() const override {
     Usage usage;
-    if (auto control = ReadCgroupFile(dirs_.memory, "memory.oom_control"); control.ok()) {
+    if (auto control = oom_control_.Read(); control.ok()) {
       usage.oom_killed = FlatKeyValue(*control, "oom_kill").value_or(0) > 0;
     }
-    if (auto peak = ReadCgroupFile(dirs_.memory, "memory.max_usage_in_bytes"); peak.ok()) {
+    if (auto peak = peak_.Read(); peak.ok()) {
       usage.memory_peak_bytes = std::strtoull(peak->c_str(), nullptr, 10);
     }
-    if (auto now = ReadCgroupFile(dirs_.memory, "memory.usage_in_bytes"); now.ok()) {
+    if (auto now = current_.Read(); now.ok()) {
       usage.memory_current_bytes = std::strtoull(now->c_str(), nullptr, 10);
     }
-    if (auto ns = ReadCgroupFile(dirs_.cpuacct, "cpuacct.usage"); ns.ok()) {
+    if (auto ns = cpu_.Read(); ns.ok()) {
       usage.cpu_time_ms = std::strtoull(ns->c_str(), nullptr, 10) / 1'000'000;
     }
     return baseline_.Without(usage);
@@ -94,6 +100,7 @@ class Cgroup1Run final : public RunCgroup {
 
  private:
   Result<void> RemoveAll() {
+    for (CgroupFile* file : {&oom_control_, &peak_, &current_, &cpu_}) file->Close();
     Result<void> result;
     for (auto it = dirs_.distinct.rbegin(); it != dirs_.distinct.rend(); ++it) {
       if (auto removed = RemoveCgroupDir(*it, false); !removed.ok() && result.ok()) {
@@ -107,6 +114,7 @@ class Cgroup1Run final : public RunCgroup {
   ResourceLimits limits_;
   bool memsw_;
   Baseline baseline_;
+  CgroupFile oom_control_, peak_, current_, cpu_;  // what Read() reads
   bool finished_ = false;
 };
 

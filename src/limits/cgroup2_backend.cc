@@ -22,9 +22,16 @@ constexpr const char* kEnableControllers = "+memory +pids +cpu";
 class Cgroup2Run final : public RunCgroup {
  public:
   Cgroup2Run(std::string dir, UniqueFd fd, const ResourceLimits& limits)
-      : dir_(std::move(dir)), fd_(std::move(fd)), limits_(limits) {}
+      : dir_(std::move(dir)),
+        fd_(std::move(fd)),
+        limits_(limits),
+        events_(dir_, "memory.events"),
+        current_(dir_, "memory.current"),
+        cpu_stat_(dir_, "cpu.stat") {}
   ~Cgroup2Run() override {
-    if (!finished_) (void)RemoveCgroupDir(dir_, true);
+    if (finished_) return;
+    CloseFiles();
+    (void)RemoveCgroupDir(dir_, true);
   }
 
   int CloneIntoFd() const override { return fd_.Get(); }
@@ -53,7 +60,7 @@ class Cgroup2Run final : public RunCgroup {
 
   Usage Read() const override {
     Usage usage;
-    if (auto events = ReadCgroupFile(dir_, "memory.events"); events.ok()) {
+    if (auto events = events_.Read(); events.ok()) {
       usage.oom_killed = FlatKeyValue(*events, "oom_kill").value_or(0) > 0;
     }
     char text[32] = {};
@@ -62,10 +69,10 @@ class Cgroup2Run final : public RunCgroup {
     } else if (auto peak = ReadCgroupFile(dir_, "memory.peak"); peak.ok()) {
       usage.memory_peak_bytes = std::strtoull(peak->c_str(), nullptr, 10);
     }
-    if (auto now = ReadCgroupFile(dir_, "memory.current"); now.ok()) {
+    if (auto now = current_.Read(); now.ok()) {
       usage.memory_current_bytes = std::strtoull(now->c_str(), nullptr, 10);
     }
-    if (auto stat = ReadCgroupFile(dir_, "cpu.stat"); stat.ok()) {
+    if (auto stat = cpu_stat_.Read(); stat.ok()) {
       if (auto usec = FlatKeyValue(*stat, "usage_usec")) usage.cpu_time_ms = *usec / 1000;
     }
     return baseline_.Without(usage);
@@ -76,18 +83,25 @@ class Cgroup2Run final : public RunCgroup {
   Result<Usage> Finish() override {
     finished_ = true;
     const Usage usage = Read();
-    peak_.Reset();
-    fd_.Reset();
+    CloseFiles();
     MCPEXEC_RETURN_IF_ERROR(RemoveCgroupDir(dir_, true));
     return usage;
   }
 
  private:
+  // Before the directory is removed: nothing of it stays open.
+  void CloseFiles() {
+    for (CgroupFile* file : {&events_, &current_, &cpu_stat_}) file->Close();
+    peak_.Reset();
+    fd_.Reset();
+  }
+
   std::string dir_;
   UniqueFd fd_;
   ResourceLimits limits_;
   Baseline baseline_;
   UniqueFd peak_;  // memory.peak, reset when the program started
+  CgroupFile events_, current_, cpu_stat_;  // what Read() reads
   bool finished_ = false;
 };
 

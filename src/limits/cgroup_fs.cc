@@ -114,6 +114,23 @@ Result<std::string> ReadCgroupFile(const std::string& dir, const char* name) {
   return ReadFile(dir + "/" + name);
 }
 
+CgroupFile::CgroupFile(const std::string& dir, const char* name)
+    : path_(dir + "/" + name), fd_(open(path_.c_str(), O_RDONLY | O_CLOEXEC)) {}
+
+Result<std::string> CgroupFile::Read() const {
+  if (!fd_.Valid()) return ReadFile(path_);
+  std::string out;
+  char buf[4096];
+  for (off_t offset = 0;;) {
+    const ssize_t n = pread(fd_.Get(), buf, sizeof buf, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno(ErrorCode::kInternal, "read(" + path_ + ")");
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+    offset += n;
+  }
+}
+
 Result<uint64_t> ReadCgroupNumber(const std::string& dir, const char* name) {
   MCPEXEC_ASSIGN_OR_RETURN(const std::string text, ReadCgroupFile(dir, name));
   char* end = nullptr;

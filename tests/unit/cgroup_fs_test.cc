@@ -103,5 +103,41 @@ TEST(KillListedMembers, GonePidsAndUnreadableListingsSignalNothing) {
             0);
 }
 
+// A CgroupFile reads its file from the start each time, as it is then (kernfs makes the text on
+// each read; a regular file that is rewritten stands in here), and by path when the file could
+// not be opened when it was made.
+TEST(CgroupFile, EachReadIsTheWholeFileAsItIsThen) {
+  char dir[] = "/tmp/cgroup-file-test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/memory.current";
+  {
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("1234\n", f);
+    fclose(f);
+  }
+  const CgroupFile file(dir, "memory.current");
+  EXPECT_EQ(*file.Read(), "1234\n");
+  {
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs(std::string(5000, '7').c_str(), f);  // longer than one read
+    fclose(f);
+  }
+  EXPECT_EQ(*file.Read(), std::string(5000, '7'));
+  const CgroupFile later(dir, "memory.events");  // not there yet
+  EXPECT_FALSE(later.Read().ok());
+  {
+    FILE* f = fopen((std::string(dir) + "/memory.events").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("oom_kill 1\n", f);
+    fclose(f);
+  }
+  EXPECT_EQ(*later.Read(), "oom_kill 1\n");
+  unlink(path.c_str());
+  unlink((std::string(dir) + "/memory.events").c_str());
+  rmdir(dir);
+}
+
 }  // namespace
 }  // namespace mcpexec::limits
