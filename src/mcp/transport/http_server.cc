@@ -154,6 +154,9 @@ class HttpServer::Impl final : public http::Handler {
   std::shared_ptr<Session> SessionFromHeader(const Request& req, Response& res);
   // The queue a request's reply collects in, or nullptr after answering 503.
   std::shared_ptr<transport::MessageQueue> NewReplyQueue(Response& res);
+  // The queue of an event stream that outlives requests (legacy SSE, the standalone stream),
+  // bounded for a client that stops reading; nullptr after answering 503.
+  std::shared_ptr<transport::MessageQueue> NewStreamQueue(Response& res);
   static std::shared_ptr<MessageSink> ReplySink(const std::shared_ptr<transport::MessageQueue>& queue,
                                                 transport::ResponseMode mode);
   // Sends what `queue` collects for request `id` as JSON or as an event stream, as `mode` says.
@@ -542,6 +545,15 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
   Reply(req, res, mode, std::move(session), std::move(queue), id);
 }
 
+std::shared_ptr<transport::MessageQueue> HttpServer::Impl::NewStreamQueue(Response& res) {
+  auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes,
+                                               options_.max_sse_queued_bytes);
+  if (queue.ok()) return *queue;
+  log::Error("cannot open an event stream", {{"error", queue.error().message}});
+  SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
+  return nullptr;
+}
+
 std::shared_ptr<transport::MessageQueue> HttpServer::Impl::NewReplyQueue(Response& res) {
   auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes);
   if (queue.ok()) return *queue;
@@ -699,23 +711,18 @@ void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
                  "tasks/get for a task's status");
     return;
   }
-  auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes,
-                                               options_.max_sse_queued_bytes);
-  if (!queue.ok()) {
-    log::Error("cannot open an event stream", {{"error", queue.error().message}});
-    SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
-    return;
-  }
-  auto sink = std::make_shared<transport::QueueSink>(*queue, transport::SinkMode::kSessionStream);
+  std::shared_ptr<transport::MessageQueue> queue = NewStreamQueue(res);
+  if (!queue) return;
+  auto sink = std::make_shared<transport::QueueSink>(queue, transport::SinkMode::kSessionStream);
   // Ended with the session (DELETE, the server's stop); a session with it open does not expire.
-  sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), *queue);
+  sessions_.TrackReply(std::string(*Header(req, kSessionHeader)), queue);
   log::Info("http standalone stream opened", {{"session", session->Id()}});
   res.status = 200;
   res.SetHeader("Cache-Control", "no-cache");
   res.SetHeader("X-Accel-Buffering", "no");
   res.SetStream(
       "text/event-stream",
-      [this, sock = req.socket, queue = *queue](http::StreamSink& out) {
+      [this, sock = req.socket, queue](http::StreamSink& out) {
         return Pump(sock, *queue, out, nullptr);
       },
       [session, sink, held = std::make_shared<Slots>(std::move(*slots))](bool) {
@@ -724,7 +731,7 @@ void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
       });
   // Last, once the stream's end is sure to detach it. The newest wins: a stream the client
   // left (a dropped connection not noticed yet) is ended, not kept in its way.
-  session->AttachStandaloneStream(sink, [queue = *queue] { queue->Abort(); });
+  session->AttachStandaloneStream(sink, [queue] { queue->Abort(); });
 }
 
 void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {
@@ -756,15 +763,10 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
   if (!stream_slot) return;
   std::optional<std::string> id = NewSessionId(res);
   if (!id) return;
-  auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes,
-                                          options_.max_sse_queued_bytes);
-  if (!queue.ok()) {
-    log::Error("cannot open an event stream", {{"error", queue.error().message}});
-    SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
-    return;
-  }
+  std::shared_ptr<transport::MessageQueue> queue = NewStreamQueue(res);
+  if (!queue) return;
   auto session = server_.NewSession(SessionLabel(*id));
-  if (!sessions_.Add(*id, session, *queue)) {
+  if (!sessions_.Add(*id, session, queue)) {
     session->Close();
     SendRpcError(res, 503, kTransportError, "Service Unavailable: too many sessions");
     return;
@@ -777,7 +779,7 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
   auto endpoint_sent = std::make_shared<bool>(false);
   res.SetStream(
       "text/event-stream",
-      [this, sock = req.socket, queue = *queue, endpoint_sent,
+      [this, sock = req.socket, queue, endpoint_sent,
        endpoint = "/messages?sessionId=" + *id](http::StreamSink& out) {
         if (!*endpoint_sent) {
           *endpoint_sent = true;
@@ -785,7 +787,7 @@ void HttpServer::Impl::GetSse(const Request& req, Response& res) {
         }
         return Pump(sock, *queue, out, nullptr);
       },
-      [this, id = *id, queue = *queue,
+      [this, id = *id, queue,
        slot = std::make_shared<::mcpexec::http::PeerTable::Slot>(std::move(*stream_slot))](bool) {
         RemoveSession(id, queue->Overflowed()
                               ? "the client fell behind its event stream by more than " +

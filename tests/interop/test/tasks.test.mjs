@@ -163,6 +163,25 @@ async function pollV2(client, task, deadlineMs) {
   return { task: t, statuses };
 }
 
+// Over raw Streamable HTTP: a task of a run that prints "tick 0" to "tick 2", 0.7 s apart, with
+// the progress token `token`; its id.
+async function startTickingTask(raw, token) {
+  const create = await raw.post({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: {
+      name: 'exec',
+      arguments: { code: 'import time\nfor i in range(3):\n    print("tick", i, flush=True)\n    time.sleep(0.7)', timeout_s: 30 },
+      task: { ttl: 60000 },
+      _meta: { progressToken: token },
+    },
+  });
+  const taskId = create.messages.find((m) => m.id === 1)?.result?.task?.taskId;
+  assert.ok(taskId, `tools/call -> ${create.status} ${create.text.slice(0, 400)}`);
+  return taskId;
+}
+
 describe('tasks', { concurrency: true }, () => {
   // ------------------------------------------------------------------------------------------
   // The headline: 90 s runs with the SDK's default 60 s request timeout, all at once.
@@ -651,19 +670,7 @@ describe('tasks', { concurrency: true }, () => {
             assert.equal(init.status, 200);
             try {
               const token = `tok-${randomUUID()}`;
-              const create = await raw.post({
-                jsonrpc: '2.0',
-                id: 1,
-                method: 'tools/call',
-                params: {
-                  name: 'exec',
-                  arguments: { code: 'import time\nfor i in range(3):\n    print("tick", i, flush=True)\n    time.sleep(0.7)', timeout_s: 30 },
-                  task: { ttl: 60000 },
-                  _meta: { progressToken: token },
-                },
-              });
-              const taskId = create.messages.find((m) => m.id === 1)?.result?.task?.taskId;
-              assert.ok(taskId, `tools/call -> ${create.status} ${create.text.slice(0, 400)}`);
+              const taskId = await startTickingTask(raw, token);
               const t0 = performance.now();
               const reply = await raw.post({ jsonrpc: '2.0', id: 2, method: 'tasks/result', params: { taskId } }, {}, 30000);
               assert.ok(performance.now() - t0 > 1000, 'tasks/result did not wait for the run');
@@ -703,19 +710,7 @@ describe('tasks', { concurrency: true }, () => {
               for await (const ev of sseEvents(stream.body)) if (ev.event === 'message' && ev.data) received.push(JSON.parse(ev.data));
             })();
             const token = `tok-${randomUUID()}`;
-            const create = await raw.post({
-              jsonrpc: '2.0',
-              id: 1,
-              method: 'tools/call',
-              params: {
-                name: 'exec',
-                arguments: { code: 'import time\nfor i in range(3):\n    print("tick", i, flush=True)\n    time.sleep(0.7)', timeout_s: 30 },
-                task: { ttl: 60000 },
-                _meta: { progressToken: token },
-              },
-            });
-            const taskId = create.messages.find((m) => m.id === 1)?.result?.task?.taskId;
-            assert.ok(taskId, `tools/call -> ${create.status} ${create.text.slice(0, 400)}`);
+            const taskId = await startTickingTask(raw, token);
             await waitUntil(() => received.some((m) => m.method === 'notifications/tasks/status'), 30000, 'the task status on the GET stream');
             const status = received.find((m) => m.method === 'notifications/tasks/status');
             assert.equal(status.params.taskId, taskId);
