@@ -815,13 +815,15 @@ TEST_F(McpTasksTest, ATasksNotificationsGoToTheStandaloneStream) {
                                                              "notifications/tasks/status"}));
   EXPECT_EQ(json_reply->WaitFinals(1).size(), 1u) << "the JSON reply holds its answer alone";
   EXPECT_EQ(second_ended, 0);
-  // Past the client's budget: the stream refuses a message and is ended.
+  // Past the client's budget: the stream refuses a message (the end of a task it cancels, made
+  // once the task's handle is out) and is ended.
   second->refuse = true;
-  Send(*session, 2, "tools/call",
-       {{"name", "job"}, {"arguments", {{"block", true}, {"progress_after", 1}}},
-        {"task", json::object()}, {"_meta", {{"progressToken", "q"}}}},
-       std::make_shared<OneReplySink>());
-  ASSERT_TRUE(job_->WaitStarted(2));
+  const json blocked = Send(*session, 2, "tools/call",
+                            {{"name", "must"}, {"arguments", {{"block", true}}},
+                             {"task", json::object()}},
+                            std::make_shared<OneReplySink>());
+  ASSERT_TRUE(must_->WaitStarted(1));
+  Send(*session, 3, "tasks/cancel", {{"taskId", blocked["result"]["task"]["taskId"]}});
   for (int i = 0; i < 500 && second_ended == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
