@@ -91,6 +91,17 @@ class StandaloneRelay final : public MessageSink {
     End(to.sink.get());
     return false;
   }
+  // Ends the stream attached now (only when it is `only`, if given); true when there was one.
+  bool End(const MessageSink* only = nullptr) {
+    Stream ended;
+    {
+      std::lock_guard lock(mu_);
+      if (!stream_.sink || (only != nullptr && stream_.sink.get() != only)) return false;
+      ended = std::exchange(stream_, Stream{});
+    }
+    if (ended.end) ended.end();
+    return true;
+  }
   bool OpenAfterFinal() const override { return true; }
 
   void Attach(std::shared_ptr<MessageSink> sink, std::function<void()> end) {
@@ -106,31 +117,11 @@ class StandaloneRelay final : public MessageSink {
     std::lock_guard lock(mu_);
     if (stream_.sink.get() == sink) gone = std::exchange(stream_, Stream{});
   }
-  bool EndCurrent() {
-    Stream ended;
-    {
-      std::lock_guard lock(mu_);
-      ended = std::exchange(stream_, Stream{});
-    }
-    if (ended.end) ended.end();
-    return ended.sink != nullptr;
-  }
-
  private:
   struct Stream {
     std::shared_ptr<MessageSink> sink;
     std::function<void()> end;  // ends the stream (its client is told nothing more comes)
   };
-  void End(const MessageSink* sink) {
-    Stream ended;
-    {
-      std::lock_guard lock(mu_);
-      if (stream_.sink.get() != sink) return;
-      ended = std::exchange(stream_, Stream{});
-    }
-    if (ended.end) ended.end();
-  }
-
   std::mutex mu_;
   Stream stream_;
 };
@@ -149,7 +140,7 @@ void Session::AttachStandaloneStream(std::shared_ptr<MessageSink> stream,
 
 void Session::DetachStandaloneStream(const MessageSink* stream) { standalone_->Detach(stream); }
 
-bool Session::EndStandaloneStream() { return standalone_->EndCurrent(); }
+bool Session::EndStandaloneStream() { return standalone_->End(); }
 
 Session::Sink Session::StandaloneSink() const { return standalone_; }
 

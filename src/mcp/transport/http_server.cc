@@ -139,9 +139,6 @@ class HttpServer::Impl final : public http::Handler {
   void GetMcp(const Request& req, Response& res);
   void DeleteMcp(const Request& req, Response& res);
   void GetSse(const Request& req, Response& res);
-  // A place among the event streams of the request's address (max_streams_per_peer), or 503.
-  std::optional<::mcpexec::http::PeerTable::Slot> AcquireStreamSlot(const Request& req,
-                                                                     Response& res);
   void PostMessages(const Request& req, Response& res);
   void GetMetrics(Response& res);
   void GetReadyz(Response& res);
@@ -152,11 +149,10 @@ class HttpServer::Impl final : public http::Handler {
   bool CheckProtocolVersion(const Request& req, Response& res,
                             const jsonrpc::Id& id = jsonrpc::Id(nullptr));
   std::shared_ptr<Session> SessionFromHeader(const Request& req, Response& res);
-  // The queue a request's reply collects in, or nullptr after answering 503.
-  std::shared_ptr<transport::MessageQueue> NewReplyQueue(Response& res);
-  // The queue of an event stream that outlives requests (legacy SSE, the standalone stream),
-  // bounded for a client that stops reading; nullptr after answering 503.
-  std::shared_ptr<transport::MessageQueue> NewStreamQueue(Response& res);
+  // The queue a request's reply collects in, or nullptr after answering 503. An event stream
+  // that outlives requests (legacy SSE, the standalone stream) is `outliving`: bounded by
+  // max_sse_queued_bytes for a client that stops reading.
+  std::shared_ptr<transport::MessageQueue> NewReplyQueue(Response& res, bool outliving = false);
   static std::shared_ptr<MessageSink> ReplySink(const std::shared_ptr<transport::MessageQueue>& queue,
                                                 transport::ResponseMode mode);
   // Sends what `queue` collects for request `id` as JSON or as an event stream, as `mode` says.
@@ -545,17 +541,10 @@ void HttpServer::Impl::PostStateless(const Request& req, Response& res,
   Reply(req, res, mode, std::move(session), std::move(queue), id);
 }
 
-std::shared_ptr<transport::MessageQueue> HttpServer::Impl::NewStreamQueue(Response& res) {
+std::shared_ptr<transport::MessageQueue> HttpServer::Impl::NewReplyQueue(Response& res,
+                                                                         bool outliving) {
   auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes,
-                                               options_.max_sse_queued_bytes);
-  if (queue.ok()) return *queue;
-  log::Error("cannot open an event stream", {{"error", queue.error().message}});
-  SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
-  return nullptr;
-}
-
-std::shared_ptr<transport::MessageQueue> HttpServer::Impl::NewReplyQueue(Response& res) {
-  auto queue = transport::MessageQueue::Create(options_.max_pending_notification_bytes);
+                                               outliving ? options_.max_sse_queued_bytes : SIZE_MAX);
   if (queue.ok()) return *queue;
   log::Error("cannot answer a request", {{"error", queue.error().message}});
   SendRpcError(res, 503, kTransportError, "Service Unavailable: out of resources");
@@ -711,7 +700,7 @@ void HttpServer::Impl::GetMcp(const Request& req, Response& res) {
                  "tasks/get for a task's status");
     return;
   }
-  std::shared_ptr<transport::MessageQueue> queue = NewStreamQueue(res);
+  std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res, true);
   if (!queue) return;
   auto sink = std::make_shared<transport::QueueSink>(queue, transport::SinkMode::kSessionStream);
   // Ended with the session (DELETE, the server's stop); a session with it open does not expire.
@@ -741,29 +730,24 @@ void HttpServer::Impl::DeleteMcp(const Request& req, Response& res) {
   res.status = 200;
 }
 
-std::optional<::mcpexec::http::PeerTable::Slot> HttpServer::Impl::AcquireStreamSlot(
-    const Request& req, Response& res) {
-  std::optional<::mcpexec::http::PeerTable::Slot> slot =
-      streams_.Acquire(req.remote_addr, options_.max_streams_per_peer);
-  if (slot) return slot;
-  if (auto held = streams_busy_log_.Allow()) {
-    log::Warn("too many event streams from one address: refusing with 503",
-              {{"remote", req.remote_addr},
-               {"max_streams_per_peer", options_.max_streams_per_peer},
-               {"held_back", *held}});
-  }
-  SendRpcError(res, 503, kTransportError,
-               "Service Unavailable: this address has " +
-                   std::to_string(options_.max_streams_per_peer) + " event streams open");
-  return std::nullopt;
-}
-
 void HttpServer::Impl::GetSse(const Request& req, Response& res) {
-  std::optional<::mcpexec::http::PeerTable::Slot> stream_slot = AcquireStreamSlot(req, res);
-  if (!stream_slot) return;
+  std::optional<::mcpexec::http::PeerTable::Slot> stream_slot =
+      streams_.Acquire(req.remote_addr, options_.max_streams_per_peer);
+  if (!stream_slot) {
+    if (auto held = streams_busy_log_.Allow()) {
+      log::Warn("too many event streams from one address: refusing with 503",
+                {{"remote", req.remote_addr},
+                 {"max_streams_per_peer", options_.max_streams_per_peer},
+                 {"held_back", *held}});
+    }
+    SendRpcError(res, 503, kTransportError,
+                 "Service Unavailable: this address has " +
+                     std::to_string(options_.max_streams_per_peer) + " event streams open");
+    return;
+  }
   std::optional<std::string> id = NewSessionId(res);
   if (!id) return;
-  std::shared_ptr<transport::MessageQueue> queue = NewStreamQueue(res);
+  std::shared_ptr<transport::MessageQueue> queue = NewReplyQueue(res, true);
   if (!queue) return;
   auto session = server_.NewSession(SessionLabel(*id));
   if (!sessions_.Add(*id, session, queue)) {
