@@ -156,7 +156,8 @@ Result<std::string> SessionStore::EnvironmentOf(const std::string& caller,
   return entry->environment;
 }
 
-SessionInfo SessionStore::InfoOf(const std::string& handle, const Entry& entry) const {
+SessionInfo SessionStore::InfoOf(const std::string& handle, const Entry& entry,
+                                 bool read_memory) const {
   SessionInfo info;
   info.handle = handle;
   info.environment = entry.environment;
@@ -167,7 +168,7 @@ SessionInfo SessionStore::InfoOf(const std::string& handle, const Entry& entry) 
   info.calls = entry.calls;
   info.busy = entry.busy;
   info.memory_bytes = entry.memory_bytes;
-  if (entry.session) {
+  if (entry.session && read_memory) {
     if (auto now = entry.session->Usage().memory_current_bytes) info.memory_bytes = now;
   }
   return info;
@@ -205,7 +206,7 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
   entry->session = std::move(session);
   if (result.ok()) {
     ++entry->calls;
-    entry->memory_bytes = entry->session->Usage().memory_current_bytes;
+    entry->memory_bytes = entry->session->UsageAfterLastCall().memory_current_bytes;
   }
   if (!entry->ended) {
     // A call that failed before it started (an input file that cannot be written) leaves its
@@ -219,7 +220,8 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
     if (entry->ended) return MakeError(ErrorCode::kUnavailable, "session ended: " + *entry->ended);
     return std::move(result).error();
   }
-  return SessionCall{std::move(*result), InfoOf(handle, *entry), entry->ended};
+  return SessionCall{std::move(*result), InfoOf(handle, *entry, /*read_memory=*/false),
+                     entry->ended};
 }
 
 std::vector<SessionInfo> SessionStore::List(const std::string& caller) const {

@@ -86,7 +86,9 @@ class SessionStore {
   using Clock = std::chrono::steady_clock;
 
   Result<std::shared_ptr<Entry>> Find(const std::string& caller, const std::string& handle) const;
-  SessionInfo InfoOf(const std::string& handle, const Entry& entry) const;
+  // The entry as a caller sees it; memory_bytes read now unless `read_memory` is false (the
+  // entry's own, as its last call left it).
+  SessionInfo InfoOf(const std::string& handle, const Entry& entry, bool read_memory = true) const;
   // The handle's form: "s" + the server process's 8 hex digits + "_" + 32 hex digits of
   // getrandom (128 bits).
   static bool WellFormed(const std::string& handle);

@@ -121,6 +121,9 @@ class Session {
   // What the session holds and has used since it started (the preloads excluded); empty
   // fields when unknown.
   limits::Usage Usage() const;
+  // Usage() as the last call left it, read as it ended: what a caller shows with the call's
+  // result without reading the cgroup again.
+  const limits::Usage& UsageAfterLastCall() const { return after_last_call_; }
   // A pidfd of init, its own descriptor: another thread ends the session through it (SIGKILL)
   // while a call runs. Invalid when it cannot be had.
   UniqueFd DupInitPidfd() const;
@@ -145,6 +148,7 @@ class Session {
   std::string end_detail_;  // kChannelBroken: what came on the channel, and when
   std::string call_id_;     // the id of the last call (call_channel.h)
   std::set<FileStamp> known_;  // the outputs the last call knew (ChangedSince)
+  limits::Usage after_last_call_;
 };
 
 }  // namespace mcpexec::sandbox

@@ -654,7 +654,8 @@ Result<CallResult> Session::Send(const Program& program, const RunLimits& limits
   Happened happened = loop.Seen(end);
   happened.answer_status = channel.answer.status;
   happened.value = std::move(channel.answer.value);
-  const limits::Usage after = Usage();
+  after_last_call_ = Usage();
+  const limits::Usage& after = after_last_call_;
   happened.limits_backend = limits::BackendName(box_.plan_->Limits().Kind());
   happened.warm = true;
   happened.memory_peak_bytes = after.memory_peak_bytes;
