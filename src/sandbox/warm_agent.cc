@@ -26,6 +26,11 @@ def _agent(ctl, modules, zygote=None):
     # the workspace (matplotlib's ~/.config/matplotlib) are not the program's either.
     path = "/tmp/main.py"
     os.unlink(path)  # this file: the program takes its place
+    runs = None
+    if zygote is not None:
+        # Before the imports, so that their objects are where a fork copies them cheaply.
+        runs = _zygote_extension(ctl, zygote)
+        runs.pack_arenas()
     workspace = os.listdir("/tmp")
     saved = (os.dup(1), os.dup(2))
     null = os.open("/dev/null", os.O_WRONLY)
@@ -66,8 +71,8 @@ def _agent(ctl, modules, zygote=None):
     if zygote is not None:
         # Says "R" once ready to fork; returns in each run's program process, whose own start
         # socket is then `ctl`, with what to do when the request comes.
-        on_start = _zygote(ctl, zygote)
-        zygote = None
+        on_start = _zygote(ctl, runs, zygote[2])
+        zygote = runs = None
     # Prints an uncaught exception as `python3 main.py` does, its traceback starting at the
     # program: the frames of the agent's code objects in `skip` are dropped.
     def excepthook(e, skip):
@@ -271,97 +276,81 @@ def _session(ctl, sys, os, builtins, signal, excepthook):
             payload += value.encode("utf-8", "replace")
         control.send(b"D" + call_id + payload)
 
-# The zygote (a zygote plan): forks one sandbox per "F" message on `ctl`, which carries the run's
-# stdin, stdout, stderr, report and start descriptors, and after the "F" the name of the run's
-# package layer, if it has one (docs/engine.md has the protocol). It never runs a program:
-# returns only in a run's program process, once that is fully confined, with what the agent
-# calls when the request comes (the layer's .pth files), or None. Each fork sets itself
-# up with the extension at descriptor `module` (zygote_run.h): the steps of a cold init,
-# compiled; `blob` says what they set up (PackZygoteRun). `packages` is where a run's layer is
-# mounted, on sys.path since the interpreter started (the image's mcp_exec_packages.pth).
-def _zygote(ctl, setup):
-    # Everything a run's processes import, imported before "R": no fork imports anything.
-    import os, sys, socket, signal, site
+# The zygote's extension (zygote_extension.cc), from `setup`: loaded from its descriptor
+# `module` and configured with `blob`, which says what a run sets up (PackZygoteRun).
+def _zygote_extension(ctl, setup):
+    import os
     from importlib.machinery import ExtensionFileLoader
     from importlib.util import module_from_spec, spec_from_loader
-    module, blob, packages = setup
+    module, blob, _ = setup
     try:
         loader = ExtensionFileLoader("mcp_exec_zygote", "/proc/self/fd/%d" % module)
         runs = module_from_spec(spec_from_loader("mcp_exec_zygote", loader))
         loader.exec_module(runs)
         os.close(module)
         runs.configure(blob)
+        return runs
     except BaseException as e:  # said as a failed preload is, not an end without a word
         os.write(ctl, ("Eload the zygote's extension (mcp_exec_zygote): %s: %s" % (
             type(e).__name__, e)).encode("utf-8", "replace")[:4000])
         os._exit(1)
+
+# The zygote (a zygote plan): forks one sandbox per "F" message on `ctl`, which carries the run's
+# stdin, stdout, stderr, report and start descriptors, and after the "F" the name of the run's
+# package layer, if it has one (docs/engine.md has the protocol). It never runs a program:
+# returns only in a run's program process, once that is fully confined, with what the agent
+# calls when the request comes (the layer's .pth files), or None. Each fork sets itself
+# up with the extension `runs` (zygote_run.h): the steps of a cold init, compiled. `packages` is
+# where a run's layer is mounted, on sys.path since the interpreter started (the image's
+# mcp_exec_packages.pth).
+def _zygote(ctl, runs, packages):
+    # Everything a run's processes import, imported before "R": no fork imports anything.
+    import os, sys, socket, signal, site
     zygote_pid = os.getpid()
 
     # A run's first process ends as soon as it has cloned the run's init, and must then be gone
     # at once: until it is, it counts against the run's pids (the supervisor waits for that).
     # With SIGCHLD ignored the kernel reaps the zygote's children as they end: no handler that a
-    # signal between the loop's last look and its blocking recv would leave unrun. (The run's
+    # signal between the loop's last look and its blocking recvmsg would leave unrun. (The run's
     # processes do not inherit it, EnterZygoteRun.)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, ctl)
     # Last, when the imports have made all the memory the runs will share: every fork copies
     # its mappings, and a 2 MiB page is one to copy where 4 KiB pages are 512.
     runs.collapse_memory()
     os.write(ctl, b"R")
-    while True:
-        message, fds, _, _ = socket.recv_fds(control, 128, 5)
-        if message[:1] != b"F" or len(fds) != 5:
-            for fd in fds:
-                os.close(fd)
-            if message:
-                continue
-            # Retired, or the supervisor is gone: the runs it forked end first (they die with it).
-            while True:
-                try:
-                    os.wait()
-                except ChildProcessError:
-                    os._exit(0)
-        # Anything but hex digits fails the run's set-up, in the fork (zygote_run.h).
-        layer = message[1:].decode("ascii", "replace") or None
+    # Forks a run per "F" message; returns in a run's program process only, True when the run
+    # has a package layer (a name of anything but hex digits failed its set-up, in the fork).
+    layer = runs.serve(ctl, zygote_pid)
+    # The run's program: the fork's first process and init did not run Python.
+    start = 5
+    try:
+        # As its init's (EnterZygoteRun): the zygote's disposition is not the program's.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # What the zygote's import system knew of the packages directory (the layers it had
+        # when it started) is dropped.
+        sys.path_importer_cache.pop(packages, None)
+        # Each run's random state is its own: what the zygote seeded is reseeded (random's
+        # own generator is, by the interpreter's fork hooks).
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()
+        tempfile = sys.modules.get("tempfile")
+        if tempfile is not None:
+            tempfile._name_sequence = None
+        process = sys.modules.get("multiprocessing.process")
+        if process is not None:
+            process.current_process().authkey = os.urandom(32)
+        # The layer's .pth files, which a cold interpreter runs at its start, are package
+        # code: the agent runs them once the request has come, in the run's time and after
+        # the start socket is closed (a session's: before its first call).
+        if layer is not None:
+            return lambda: site.addsitedir(packages)
+        return None
+    except BaseException as e:
         try:
-            forked = runs.fork_run(fds, zygote_pid, layer)
-        except Exception:  # EAGAIN, ENOMEM, a NUL in the layer: this run's sockets close, and
-            forked = -1    # the supervisor says why; the zygote goes on
-        if forked is not None:
-            for fd in fds:
-                os.close(fd)
-            continue
-        # The run's program: the fork's first process and init did not run Python.
-        control.detach()
-        start = 5
-        try:
-            # As its init's (EnterZygoteRun): the zygote's disposition is not the program's.
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            # What the zygote's import system knew of the packages directory (the layers it had
-            # when it started) is dropped.
-            sys.path_importer_cache.pop(packages, None)
-            # Each run's random state is its own: what the zygote seeded is reseeded (random's
-            # own generator is, by the interpreter's fork hooks).
-            numpy = sys.modules.get("numpy")
-            if numpy is not None:
-                numpy.random.seed()
-            tempfile = sys.modules.get("tempfile")
-            if tempfile is not None:
-                tempfile._name_sequence = None
-            process = sys.modules.get("multiprocessing.process")
-            if process is not None:
-                process.current_process().authkey = os.urandom(32)
-            # The layer's .pth files, which a cold interpreter runs at its start, are package
-            # code: the agent runs them once the request has come, in the run's time and after
-            # the start socket is closed (a session's: before its first call).
-            if layer is not None:
-                return lambda: site.addsitedir(packages)
-            return None
-        except BaseException as e:
-            try:
-                os.write(start, ("E%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4000])
-            finally:
-                os._exit(125)
+            os.write(start, ("E%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4000])
+        finally:
+            os._exit(125)
 
 )py";
 

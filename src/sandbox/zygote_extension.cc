@@ -8,8 +8,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -79,6 +82,111 @@ PyObject* Configure(PyObject*, PyObject* blob) {
   Py_RETURN_NONE;
 }
 
+// The preloads' small objects in 2 MiB pages too. CPython's object allocator takes its arenas
+// (1 MiB) one mmap at a time, and the kernel puts each wherever it fits: few of them share an
+// aligned 2 MiB span, so collapse_memory leaves most in 4 KiB pages (about 30 of the zygote's
+// 60 MB with numpy, pandas and matplotlib). pack_arenas(), before the imports, hands out what
+// the interpreter takes through its arena hook (its arenas, and its frames' stack chunks) from
+// one 2 MiB-aligned region instead, reusing what is given back. collapse_memory seals it: the
+// part not used is unmapped, and from then on the hooks keep no state, so that nothing in a
+// run depends on the hook being called by one thread at a time (interpreters of their own
+// allocate in parallel from Python 3.12): later blocks are the interpreter's own, and a block
+// of the region given back returns its memory (MADV_DONTNEED) without being used again.
+// Best effort: PyObject_SetArenaAllocator is not in the stable ABI, so it is looked up at run
+// time; an interpreter without it, or a region that cannot be mapped, keeps its own.
+struct ArenaAllocator {  // PyObjectArenaAllocator (cpython/objimpl.h), unchanged since 3.4
+  void* ctx;
+  void* (*alloc)(void* ctx, size_t size);
+  void (*free)(void* ctx, void* ptr, size_t size);
+};
+
+constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+constexpr size_t kRegionBytes = size_t{256} << 20;
+
+struct PackedArenas {
+  uintptr_t begin = 0, next = 0, end = 0;  // the region, and where its next block starts
+  bool sealed = false;
+  // Blocks given back before the seal, for reuse; one that does not fit is not reused.
+  struct Free {
+    uintptr_t at;
+    size_t size;
+  };
+  Free free[1024];
+  size_t free_count = 0;
+  ArenaAllocator own{};  // the interpreter's
+} packed;
+
+size_t PageRounded(size_t size) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (size + page - 1) / page * page;
+}
+
+void* PackedAlloc(void*, size_t size) {
+  if (packed.sealed) return packed.own.alloc(packed.own.ctx, size);
+  const size_t rounded = PageRounded(size);
+  for (size_t i = 0; i < packed.free_count; ++i) {
+    if (packed.free[i].size == rounded) {
+      const uintptr_t at = packed.free[i].at;
+      packed.free[i] = packed.free[--packed.free_count];
+      return reinterpret_cast<void*>(at);
+    }
+  }
+  if (packed.end - packed.next >= rounded) {
+    const uintptr_t at = packed.next;
+    packed.next += rounded;
+    return reinterpret_cast<void*>(at);
+  }
+  return packed.own.alloc(packed.own.ctx, size);
+}
+
+void PackedFree(void*, void* ptr, size_t size) {
+  const auto at = reinterpret_cast<uintptr_t>(ptr);
+  if (at < packed.begin || at >= packed.end) {
+    packed.own.free(packed.own.ctx, ptr, size);
+    return;
+  }
+  size = PageRounded(size);
+  madvise(ptr, size, MADV_DONTNEED);
+  if (!packed.sealed && packed.free_count < sizeof packed.free / sizeof packed.free[0]) {
+    packed.free[packed.free_count++] = {at, size};
+  }
+}
+
+PyObject* PackArenas(PyObject*, PyObject*) {
+  using Accessor = void (*)(ArenaAllocator*);
+  const auto get = reinterpret_cast<Accessor>(dlsym(RTLD_DEFAULT, "PyObject_GetArenaAllocator"));
+  const auto set = reinterpret_cast<Accessor>(dlsym(RTLD_DEFAULT, "PyObject_SetArenaAllocator"));
+  if (get == nullptr || set == nullptr || packed.begin != 0) Py_RETURN_NONE;
+  void* region = mmap(nullptr, kRegionBytes + kHugePage, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (region == MAP_FAILED) Py_RETURN_NONE;
+  const auto mapped = reinterpret_cast<uintptr_t>(region);
+  const uintptr_t begin = (mapped + kHugePage - 1) & ~(kHugePage - 1);
+  if (begin > mapped) munmap(region, begin - mapped);
+  const uintptr_t mapped_end = mapped + kRegionBytes + kHugePage;
+  if (mapped_end > begin + kRegionBytes) {
+    munmap(reinterpret_cast<void*>(begin + kRegionBytes), mapped_end - begin - kRegionBytes);
+  }
+  packed.begin = packed.next = begin;
+  packed.end = begin + kRegionBytes;
+  get(&packed.own);
+  ArenaAllocator mine{nullptr, PackedAlloc, PackedFree};
+  set(&mine);
+  Py_RETURN_NONE;
+}
+
+// No more arenas from the region: what it has not handed out is unmapped, from the first 2 MiB
+// boundary past its last arena (the rest of that 2 MiB page stays, so that it can collapse).
+void SealArenas() {
+  if (packed.begin == 0 || packed.sealed) return;
+  packed.sealed = true;
+  const uintptr_t used_end = (packed.next + kHugePage - 1) & ~(kHugePage - 1);
+  if (used_end < packed.end) {
+    munmap(reinterpret_cast<void*>(used_end), packed.end - used_end);
+    packed.end = used_end;
+  }
+}
+
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25  // Linux 6.1
 #endif
@@ -90,7 +198,7 @@ PyObject* Configure(PyObject*, PyObject* blob) {
 // fork costs"). Best effort: a kernel without MADV_COLLAPSE (before 6.1), transparent huge
 // pages set to never, or no free 2 MiB block leaves the memory as it was.
 PyObject* CollapseMemory(PyObject*, PyObject*) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  SealArenas();
   std::vector<std::pair<uintptr_t, uintptr_t>> spans;
   FILE* maps = fopen("/proc/self/maps", "re");
   if (maps == nullptr) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/maps");
@@ -107,8 +215,8 @@ PyObject* CollapseMemory(PyObject*, PyObject*) {
     // Private, writable and not backed by a file: the interpreter's heap and arenas.
     if (strcmp(perms, "rw-p") != 0 || inode != 0) continue;
     if (*path != '\n' && *path != '\0' && strncmp(path, "[heap]", 6) != 0) continue;
-    const uintptr_t from = (start + kHuge - 1) & ~(kHuge - 1);
-    const uintptr_t to = end & ~(kHuge - 1);
+    const uintptr_t from = (start + kHugePage - 1) & ~(kHugePage - 1);
+    const uintptr_t to = end & ~(kHugePage - 1);
     if (to > from) spans.emplace_back(from, to);
   }
   fclose(maps);
@@ -119,44 +227,100 @@ PyObject* CollapseMemory(PyObject*, PyObject*) {
 
 void AfterForkInProgram() { PyOS_AfterFork_Child(); }
 
-// fork_run((stdin, stdout, stderr, report, start), zygote_pid, layer): the zygote forks a run;
-// `layer` the name of the run's package layer, or None. Returns the fork's pid in the zygote,
-// and None in the run's program process only (EnterZygoteRun): the fork's other processes never
-// return to Python. os.fork() with the child's half of the interpreter's fork work left to the
-// program (zygote_run.h says why).
-PyObject* ForkRun(PyObject*, PyObject* args) {
-  int fds[5];
+void CloseAll(const int* fds, size_t count) {
+  for (size_t i = 0; i < count; ++i) close(fds[i]);
+}
+
+// serve(ctl, zygote_pid): the zygote's loop. Each message on `ctl` that is "F", with the run's
+// stdin, stdout, stderr, report and start descriptors and after the "F" the name of the run's
+// package layer (none when empty), forks a run; any other message is dropped, its descriptors
+// closed, and so are a failed fork's. Returns only in a run's program process (EnterZygoteRun:
+// the fork's other processes never return to Python): True when the run has a layer, else
+// None. The end of `ctl` (the zygote retired, or its supervisor gone) ends the zygote once the
+// runs it forked have ended. The fork is glibc's (its atfork handlers, malloc's and OpenBLAS's, run as for
+// os.fork) between the interpreter's before-fork and parent work; the child's half of that is
+// left to the program (zygote_run.h says why). In C and not Python so that, between forks, the
+// zygote writes to as little as it can of the memory its forks share: each page it writes there
+// is copied, and split out of its 2 MiB mapping for every later fork (collapse_memory).
+PyObject* Serve(PyObject*, PyObject* args) {
+  int ctl;
   int zygote;
-  const char* layer;
-  if (!PyArg_ParseTuple(args, "(iiiii)iz", &fds[0], &fds[1], &fds[2], &fds[3], &fds[4],
-                        &zygote, &layer)) {
-    return nullptr;
-  }
+  if (!PyArg_ParseTuple(args, "ii", &ctl, &zygote)) return nullptr;
   if (configured == nullptr) {
     PyErr_SetString(PyExc_RuntimeError, "configure() the zygote's runs first");
     return nullptr;
   }
-  PyOS_BeforeFork();
-  const pid_t pid = fork();  // glibc's: its atfork handlers (malloc, OpenBLAS) run as for os.fork
-  if (pid == 0) {
-    mcpexec::sandbox::EnterZygoteRun(*configured, fds, zygote, layer, AfterForkInProgram);
-    Py_RETURN_NONE;
+  constexpr size_t kFds = 5;
+  for (;;) {
+    if (PyErr_CheckSignals() != 0) return nullptr;  // a handler's, as the Python loop ran them
+    char message[128];
+    alignas(cmsghdr) char control[CMSG_SPACE(kFds * sizeof(int))];
+    iovec iov{message, sizeof message};
+    msghdr header{};
+    header.msg_iov = &iov;
+    header.msg_iovlen = 1;
+    header.msg_control = control;
+    header.msg_controllen = sizeof control;
+    ssize_t n;
+    Py_BEGIN_ALLOW_THREADS
+    n = recvmsg(ctl, &header, 0);
+    Py_END_ALLOW_THREADS
+    if (n < 0 && errno == EINTR) {
+      if (PyErr_CheckSignals() != 0) return nullptr;
+      continue;
+    }
+    if (n < 0) return PyErr_SetFromErrno(PyExc_OSError);
+    int fds[kFds];
+    size_t count = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t in = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < in; ++i) {
+        int fd;
+        memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        if (count < kFds) {
+          fds[count++] = fd;
+        } else {
+          close(fd);
+        }
+      }
+    }
+    if (n == 0) {  // retired: the runs it forked end first (they die with the supervisor)
+      CloseAll(fds, count);
+      while (wait(nullptr) >= 0 || errno == EINTR) {
+      }
+      _exit(0);
+    }
+    const size_t layer_len = static_cast<size_t>(n) - 1;
+    // A NUL would cut the name short: a layer set up that was never asked for.
+    if (message[0] != 'F' || count != kFds || memchr(message + 1, '\0', layer_len) != nullptr) {
+      CloseAll(fds, count);
+      continue;
+    }
+    char layer[sizeof message];
+    memcpy(layer, message + 1, layer_len);
+    layer[layer_len] = '\0';
+    PyOS_BeforeFork();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      mcpexec::sandbox::EnterZygoteRun(*configured, fds, zygote, layer_len > 0 ? layer : nullptr,
+                                       AfterForkInProgram);
+      if (layer_len == 0) Py_RETURN_NONE;
+      Py_RETURN_TRUE;  // nothing that can fail here, where the run's limits hold
+    }
+    PyOS_AfterFork_Parent();
+    CloseAll(fds, count);
   }
-  const int saved = errno;
-  PyOS_AfterFork_Parent();
-  if (pid < 0) {
-    errno = saved;
-    return PyErr_SetFromErrno(PyExc_OSError);
-  }
-  return PyLong_FromLong(pid);
 }
 
 PyMethodDef methods[] = {
     {"configure", Configure, METH_O, "configure(blob): what the zygote's runs set up"},
+    {"pack_arenas", PackArenas, METH_NOARGS,
+     "pack_arenas(): the object allocator's next arenas from one 2 MiB-aligned region"},
     {"collapse_memory", CollapseMemory, METH_NOARGS,
      "collapse_memory(): the anonymous memory in 2 MiB pages where it can be"},
-    {"fork_run", ForkRun, METH_VARARGS,
-     "fork_run(fds, zygote_pid, layer): fork a run; its pid, or None in its program's process"},
+    {"serve", Serve, METH_VARARGS,
+     "serve(ctl, zygote_pid): fork a run per message; returns in a run's program process only"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -258,7 +258,7 @@ long SmapsRollupKb(pid_t pid, const std::string& name) {
 // What each fork copies and each run's exit frees is the zygote's page tables: its imports'
 // memory is in 2 MiB pages where the kernel can make them (docs/engine.md, "What a fork costs").
 TEST_F(ZygoteTest, TheZygotesImportsAreIn2MiBPagesWhereTheKernelMakesThem) {
-  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"numpy", "decimal"});
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"numpy", "pandas"});
   ASSERT_NE(zygote, nullptr);
   const std::vector<pid_t> interpreter = ChildrenOf(zygote->InitPid());
   ASSERT_EQ(interpreter.size(), 1u) << "the zygote's init has one child, its interpreter";
@@ -267,8 +267,9 @@ TEST_F(ZygoteTest, TheZygotesImportsAreIn2MiBPagesWhereTheKernelMakesThem) {
   ASSERT_GE(huge, 0);
   ASSERT_GT(anonymous, 0);
   if (KernelCollapsesOnRequest()) {
-    // numpy's import leaves the interpreter's heap well over 2 MiB, aligned spans included.
-    EXPECT_GE(huge, 4096) << "of " << anonymous << " kB anonymous";
+    // The heap and the object allocator's arenas (pack_arenas), most of it, are in aligned 2
+    // MiB spans: 76-81% here. With the arenas where the kernel put them: 36-41%.
+    EXPECT_GE(huge * 5, anonymous * 3) << huge << " of " << anonymous << " kB anonymous";
   }  // else whatever the kernel made: the runs must still work
   auto box = zygote->Fork(std::chrono::seconds(30));
   ASSERT_TRUE(box.ok()) << box.error().message;

@@ -52,7 +52,7 @@ struct ZygoteRunBlob {
 // well-formed blob.
 ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept;
 
-// In a process the zygote has just forked (the extension's fork_run, zygote_extension.cc), with
+// In a process the zygote has just forked (the extension's serve, zygote_extension.cc), with
 // the run's stdin, stdout, stderr, report and start descriptors (at any numbers), and the name
 // of the run's package layer (nullptr: none; anything but kZygoteLayerNameLen hex digits, or a
 // layer in a zygote without layers, fails the run's set-up with EINVAL): puts them at 0, 1, 2,
