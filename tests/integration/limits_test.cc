@@ -382,7 +382,8 @@ TEST_P(LimitsTest, KilledServerLeavesNothingAndItsCgroupsGoAtTheNextStart) {
   BackgroundRun server = runner_.StartCommand(
       {runner_.Binary(), "serve", "--rootfs", runner_.Rootfs(), "--max-timeout-s", "300"},
       options);
-  const std::vector<HostProcess> running = WaitForProcesses(marker, 1, milliseconds(10000));
+  // In the emulated cgroup v2 guest (tests/vm/cgroup2) a cold run can take over 10 s to start.
+  const std::vector<HostProcess> running = WaitForProcesses(marker, 1, milliseconds(60000));
   ASSERT_EQ(running.size(), 1u) << "positive control: the run started";
 
   // The backend this server uses, as the test process sees it.
