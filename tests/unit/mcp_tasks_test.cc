@@ -791,7 +791,7 @@ TEST_F(McpTasksTest, ATasksNotificationsGoToTheStandaloneStream) {
   };
   auto first = std::make_shared<RecordingSink>();
   auto second = std::make_shared<DroppingStream>();
-  int first_ended = 0, second_ended = 0;
+  std::atomic<int> first_ended{0}, second_ended{0};
   session->AttachStandaloneStream(first, [&] { ++first_ended; });
   session->AttachStandaloneStream(second, [&] { ++second_ended; });
   EXPECT_EQ(first_ended, 1) << "the stream the newest replaced was not ended";
