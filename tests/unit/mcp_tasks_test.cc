@@ -635,6 +635,38 @@ TEST_F(McpTasksTest, ProgressOfATaskCarriesItsTokenAndTaskId) {
   EXPECT_EQ(progress, 3);
 }
 
+// A task's log messages (2025-11-25) go where its progress goes, carry its id as its progress
+// does, and follow the session's logging/setLevel as a plain call's do.
+TEST_F(McpTasksTest, LogMessagesOfATaskCarryItsTaskId) {
+  auto session = NewSession();
+  ASSERT_EQ(Send(*session, 1, "logging/setLevel", {{"level", "info"}})["result"], json::object());
+  const json lines = json::array({{{"level", "debug"}, {"logger", "stdout"}, {"data", "d"}},
+                                  {{"level", "info"}, {"logger", "stdout"}, {"data", "i"}},
+                                  {{"level", "warning"}, {"logger", "stderr"}, {"data", "w"}}});
+  auto sink = std::make_shared<RecordingSink>();
+  session->Handle(json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/call"},
+                       {"params", {{"name", "job"},
+                                   {"arguments", {{"block", true}, {"log", lines}}},
+                                   {"task", json::object()}}}}.dump(),
+                  sink);
+  const json handle = sink->WaitFinals(1).front();
+  ASSERT_EQ(handle["id"], 2) << handle;
+  const std::string id = handle["result"]["task"]["taskId"];
+  ASSERT_TRUE(job_->WaitStarted(1));
+  job_->Release();  // the run logs once released, after its handle went out
+  AwaitEnd(*session, id);
+  std::vector<json> logs;
+  for (const json& m : sink->Messages()) {
+    if (m.value("method", "") == "notifications/message") logs.push_back(m);
+  }
+  const json related = {{std::string(kMetaRelatedTask), {{"taskId", id}}}};
+  ASSERT_EQ(logs.size(), 2u) << json(sink->Messages());
+  EXPECT_EQ(logs[0]["params"], (json{{"level", "info"}, {"logger", "stdout"}, {"data", "i"},
+                                     {"_meta", related}}));
+  EXPECT_EQ(logs[1]["params"], (json{{"level", "warning"}, {"logger", "stderr"}, {"data", "w"},
+                                     {"_meta", related}}));
+}
+
 TEST_F(McpTasksTest, ClosingTheConnectionCancelsItsTasks) {
   auto session = NewSession();
   const std::string id = StartTask(*session, "job", {{"block", true}});
