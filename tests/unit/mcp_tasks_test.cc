@@ -1126,6 +1126,47 @@ TEST_F(McpTasksTest, ARestartedServerAnswersItsOldIdsAsUnknown) {
   pool.Drain();
 }
 
+// Tasks kept 50 ms: a requested TTL is raised to it, and an ended task is kept that long after
+// its end (TaskLimits::min_ttl_ms, 10 s in a server).
+class McpTasksShortTtlTest : public McpTasksTest {
+ protected:
+  static TaskLimits Limits() {
+    TaskLimits limits;
+    limits.min_ttl_ms = 50;
+    return limits;
+  }
+  McpTasksShortTtlTest() : McpTasksTest(Limits()) {}
+};
+
+// A task past its TTL is gone, and its id is answered exactly as one that never was: an
+// "expired" error would tell whoever holds the id that it was once a task.
+TEST_F(McpTasksShortTtlTest, AnExpiredTaskIsNotFoundExactlyAsAnUnknownId) {
+  auto session = NewSession();
+  const std::string id = StartTask(*session, "job", {{"block", true}}, {{"ttl", 50}});
+  ASSERT_TRUE(job_->WaitStarted(1));
+  const json known = Send(*session, 2, "tasks/get", {{"taskId", id}});
+  ASSERT_EQ(known["result"]["status"], "working") << known;
+  ASSERT_EQ(known["result"]["ttl"], 50);
+  job_->Release();
+  // Its end without a poll (a poll later than 50 ms after the end would find it gone already).
+  for (int i = 0; i < 500 && server_.Tasks().GetStats().running != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(server_.Tasks().GetStats().running, 0u);
+  // Past its TTL (50 ms from its creation) and past the 50 ms it is kept after its end.
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  for (const std::string method : {"tasks/result", "tasks/get", "tasks/cancel"}) {
+    const json expired = Send(*session, 3, method, {{"taskId", id}});
+    const json unknown = Send(*session, 3, method, {{"taskId", std::string(32, 'a')}});
+    EXPECT_EQ(expired, unknown) << method;
+    EXPECT_EQ(unknown.value("error", json::object()).value("code", 0), jsonrpc::kInvalidParams)
+        << method << ": " << unknown;
+  }
+  EXPECT_TRUE(Send(*session, 4, "tasks/list", json::object())["result"]["tasks"].empty());
+  EXPECT_EQ(server_.Tasks().GetStats().kept, 0u);
+  EXPECT_EQ(job_->Cancelled(), 0);
+}
+
 // With MCP_EXEC_MAX_TASKS=0 nothing announces tasks, and a client's task metadata is ignored.
 class McpTasksOffTest : public McpTasksTest {
  protected:
