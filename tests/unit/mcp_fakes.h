@@ -59,6 +59,7 @@ class RecordingSink : public MessageSink {
 // makes it wait until it is cancelled or Release()d, after counting itself in WaitStarted(),
 // then report {"progress_after": N} more;
 // {"log": [{"level", "logger", "data"}, ...]} then sends those through context.log;
+// {"padding": N} adds a string of N bytes to the result, as "padded";
 // {"ask": {key: request, ...}} asks the client through context.request_input (counted in
 // WaitStarted) and echoes the answers.
 // Its name and whether it runs as a task are the constructor's.
@@ -96,6 +97,9 @@ class FakeTool : public Tool {
       }
     }
     nlohmann::json echo = arguments;
+    if (arguments.contains("padding")) {
+      echo["padded"] = std::string(arguments["padding"].get<size_t>(), 'p');
+    }
     if (arguments.contains("ask")) {
       if (!context.request_input) return ToolError("no input can be asked here");
       Count(started_);
