@@ -140,6 +140,39 @@ export class TapTransport {
   }
 }
 
+// Records the messages of a v2 transport in place. The v2 client looks at the transport itself
+// (hasPerRequestStream decides whether an abort closes the request's stream or sends
+// notifications/cancelled; the exact StdioClientTransport class runs the 'auto' probe on a sibling
+// process), so a wrapper like TapTransport above would change what it does.
+export function tapInPlace(inner) {
+  const tap = {
+    sent: [],
+    received: [],
+    responseTo(id) {
+      return this.received.find((m) => m.id === id && ('result' in m || 'error' in m));
+    },
+  };
+  const send = inner.send.bind(inner);
+  inner.send = (message, options) => {
+    tap.sent.push(message);
+    return send(message, options);
+  };
+  let handler;
+  Object.defineProperty(inner, 'onmessage', {
+    configurable: true,
+    get: () => handler,
+    set: (fn) => {
+      handler = fn
+        ? (message, extra) => {
+            tap.received.push(message);
+            fn(message, extra);
+          }
+        : fn;
+    },
+  });
+  return tap;
+}
+
 // Waits for a ChildProcess to exit; resolves {code, signal} or null after `ms`.
 export function waitExit(child, ms) {
   if (child.exitCode !== null || child.signalCode !== null) {

@@ -14,44 +14,11 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import { checkExecResult, execTool } from '../lib/exec.mjs';
 import { findByMarker, markerProgram, waitUntil } from '../lib/procs.mjs';
-import { BIN, closeV2Client, sleep, startServer } from '../lib/server.mjs';
+import { BIN, closeV2Client, sleep, startServer, tapInPlace } from '../lib/server.mjs';
 
 const MODERN = '2026-07-28';
 const VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 const SERVER_INFO_KEY = 'io.modelcontextprotocol/serverInfo';
-
-// Records the messages of a v2 transport in place. The v2 client looks at the transport itself
-// (hasPerRequestStream decides whether an abort closes the request's stream or sends
-// notifications/cancelled; the exact StdioClientTransport class runs the 'auto' probe on a sibling
-// process), so a wrapper like lib/server.mjs's TapTransport would change what it does.
-function tapInPlace(inner) {
-  const tap = {
-    sent: [],
-    received: [],
-    responseTo(id) {
-      return this.received.find((m) => m.id === id && ('result' in m || 'error' in m));
-    },
-  };
-  const send = inner.send.bind(inner);
-  inner.send = (message, options) => {
-    tap.sent.push(message);
-    return send(message, options);
-  };
-  let handler;
-  Object.defineProperty(inner, 'onmessage', {
-    configurable: true,
-    get: () => handler,
-    set: (fn) => {
-      handler = fn
-        ? (message, extra) => {
-            tap.received.push(message);
-            fn(message, extra);
-          }
-        : fn;
-    },
-  });
-  return tap;
-}
 
 // A v2 client on `srv` (a handle of lib/server.mjs), its transport tapped in place; over HTTP every
 // fetch is recorded too (method, MCP-Protocol-Version, Mcp-Session-Id, status), so the headers
