@@ -13,17 +13,18 @@
 //    RequestTimeout, -32001) and the server cleans up: the SDK sends notifications/cancelled,
 //    the run's processes (one carries a unique marker in its argv) are gone within seconds, the
 //    server logs the run's exec line with cancelled true, and it never answers the request.
-// The same 90 s task through SDK2 (2.x) by hand, on stdio and Streamable HTTP; and in the
-// stateless era (2026-07-28, the tasks extension) by hand on both, told of its end, with the
-// result, on a subscriptions/listen stream.
-// These ten cases each take 60-95 s, so they run concurrently (the suites below are
+// The same 90 s task through SDK2 (2.x) by hand, on the three transports (SSE through its
+// deprecated SSEClientTransport); and in the stateless era (2026-07-28, the tasks extension,
+// which has no SSE) by hand on stdio and Streamable HTTP, told of its end, with the result, on a
+// subscriptions/listen stream.
+// These eleven cases each take 60-95 s, so they run concurrently (the suites below are
 // `concurrency: true`, and the short cases run beside them on their own servers): the file costs
-// about 95-100 s instead of 9 minutes.
+// about 95-100 s instead of 15 minutes.
 //
 // The short cases (seconds each):
 //  - SDK2 (@modelcontextprotocol/client 2.4.0) has no task runtime: it drives the 2025 wire by
 //    hand with client.request and specTypeSchemas (create, tasks/get to completed, tasks/result,
-//    tasks/list) on stdio and Streamable HTTP;
+//    tasks/list) on stdio, Streamable HTTP and SSE;
 //  - tasks/cancel of a running task answers status cancelled once the run's processes are dead,
 //    and tasks/result then gives an isError result; cancelling a terminal task is -32602;
 //  - a task running in an exec session ends cancelled when session_close closes the session;
@@ -50,6 +51,7 @@ import { takeResult } from '@modelcontextprotocol/sdk/experimental/tasks';
 import {
   Client as ClientV2,
   ProtocolError as ProtocolErrorV2,
+  SSEClientTransport as SseTransportV2,
   StreamableHTTPClientTransport as HttpTransportV2,
   specTypeSchemas,
 } from '@modelcontextprotocol/client';
@@ -129,13 +131,18 @@ function relatedTaskId(message) {
 }
 
 // An SDK2 client (no task runtime: the 2025 wire by hand) on a server of its own; close() ends
-// both and checks that a stdio server exited cleanly.
+// both and checks that a stdio server exited cleanly. SSE is the SDK's deprecated
+// SSEClientTransport.
 async function connectV2(transport) {
   const srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 2 } });
-  const inner =
-    transport === 'stdio'
-      ? new StdioTransportV2({ command: BIN, args: ['serve'], env: srv.env, stderr: 'pipe' })
-      : new HttpTransportV2(srv.mcpUrl);
+  let inner;
+  if (transport === 'stdio') {
+    inner = new StdioTransportV2({ command: BIN, args: ['serve'], env: srv.env, stderr: 'pipe' });
+  } else if (transport === 'http') {
+    inner = new HttpTransportV2(srv.mcpUrl);
+  } else {
+    inner = new SseTransportV2(srv.sseUrl);
+  }
   const client = new ClientV2({ name: 'mcp-exec-interop-v2-tasks', version: '1.0.0' }, { capabilities: {} });
   await client.connect(inner, { timeout: 15000 });
   return {
@@ -312,8 +319,8 @@ describe('tasks', { concurrency: true }, () => {
     }
 
     // The same through SDK2 (2.x), which has no task runtime: the 2025 wire by hand, every
-    // request with the SDK's default 60 s timeout. (SDK2 has no SSE client transport.)
-    for (const transport of ['stdio', 'http']) {
+    // request with the SDK's default 60 s timeout (SSE through its deprecated SSEClientTransport).
+    for (const transport of TRANSPORTS) {
       describe(`SDK2 by hand over ${transport}`, { concurrency: true }, () => {
         let v2;
         before(async () => {
@@ -400,7 +407,7 @@ describe('tasks', { concurrency: true }, () => {
   // Short cases, one after another, beside the long ones.
   describe('short cases', { concurrency: false, timeout: 150000 }, () => {
     // SDK2 has no task runtime: the 2025 wire by hand (client.request with specTypeSchemas).
-    for (const transport of ['stdio', 'http']) {
+    for (const transport of TRANSPORTS) {
       describe(`SDK2 by hand over ${transport}`, () => {
         let v2;
         let client;
