@@ -13,13 +13,14 @@
 //    RequestTimeout, -32001) and the server cleans up: the SDK sends notifications/cancelled,
 //    the run's processes (one carries a unique marker in its argv) are gone within seconds, the
 //    server logs the run's exec line with cancelled true, and it never answers the request.
-// The same 90 s task through SDK2 (2.x) by hand, on the three transports (SSE through its
-// deprecated SSEClientTransport); and in the stateless era (2026-07-28, the tasks extension,
-// which has no SSE) by hand on stdio and Streamable HTTP, told of its end, with the result, on a
-// subscriptions/listen stream.
-// These eleven cases each take 60-95 s, so they run concurrently (the suites below are
+// The same two through SDK2 (2.x) on the three transports (SSE through its deprecated
+// SSEClientTransport): the task by hand, and a plain callTool that fails at 60 s (SdkError
+// REQUEST_TIMEOUT) while the server, told with notifications/cancelled, kills the run. And in the
+// stateless era (2026-07-28, the tasks extension, which has no SSE) by hand on stdio and
+// Streamable HTTP, told of its end, with the result, on a subscriptions/listen stream.
+// These fourteen cases each take 60-95 s, so they run concurrently (the suites below are
 // `concurrency: true`, and the short cases run beside them on their own servers): the file costs
-// about 95-100 s instead of 15 minutes.
+// about 95-100 s instead of 18 minutes.
 //
 // The short cases (seconds each):
 //  - SDK2 (@modelcontextprotocol/client 2.4.0) has no task runtime: it drives the 2025 wire by
@@ -50,7 +51,10 @@ import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, McpError } fro
 import { takeResult } from '@modelcontextprotocol/sdk/experimental/tasks';
 import {
   Client as ClientV2,
+  DEFAULT_REQUEST_TIMEOUT_MSEC as DEFAULT_TIMEOUT_V2,
   ProtocolError as ProtocolErrorV2,
+  SdkError as SdkErrorV2,
+  SdkErrorCode as SdkErrorCodeV2,
   SSEClientTransport as SseTransportV2,
   StreamableHTTPClientTransport as HttpTransportV2,
   specTypeSchemas,
@@ -60,7 +64,7 @@ import { StdioClientTransport as StdioTransportV2 } from '@modelcontextprotocol/
 import { checkExecResult, execTool } from '../lib/exec.mjs';
 import { findByMarker, markerProgram, waitUntil } from '../lib/procs.mjs';
 import { RawHttp, sseEvents } from '../lib/raw.mjs';
-import { BIN, TRANSPORTS, closeV2Client, sleep, startServer } from '../lib/server.mjs';
+import { BIN, TRANSPORTS, closeV2Client, sleep, startServer, tapInPlace } from '../lib/server.mjs';
 import { SUB_ID, request, tasksNote, wire } from '../lib/stateless.mjs';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -130,23 +134,30 @@ function relatedTaskId(message) {
   return message?._meta?.[RELATED_TASK]?.taskId;
 }
 
-// An SDK2 client (no task runtime: the 2025 wire by hand) on a server of its own; close() ends
-// both and checks that a stdio server exited cleanly. SSE is the SDK's deprecated
-// SSEClientTransport.
+// An SDK2 client (no task runtime: the 2025 wire by hand) on a server of its own, its transport
+// tapped in place (tap.sent, tap.received); logs() is what the server logged so far (on stdio
+// the process the client spawned). close() ends both and checks that a stdio server exited
+// cleanly. SSE is the SDK's deprecated SSEClientTransport.
 async function connectV2(transport) {
   const srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 2 } });
   let inner;
+  let stderr = '';
   if (transport === 'stdio') {
     inner = new StdioTransportV2({ command: BIN, args: ['serve'], env: srv.env, stderr: 'pipe' });
+    inner.stderr.setEncoding('utf8');
+    inner.stderr.on('data', (chunk) => (stderr += chunk));
   } else if (transport === 'http') {
     inner = new HttpTransportV2(srv.mcpUrl);
   } else {
     inner = new SseTransportV2(srv.sseUrl);
   }
+  const tap = tapInPlace(inner);
   const client = new ClientV2({ name: 'mcp-exec-interop-v2-tasks', version: '1.0.0' }, { capabilities: {} });
   await client.connect(inner, { timeout: 15000 });
   return {
     client,
+    tap,
+    logs: () => (transport === 'stdio' ? stderr : srv.logs()),
     async close() {
       await closeV2Client(client, inner);
       await srv.stop();
@@ -353,6 +364,55 @@ describe('tasks', { concurrency: true }, () => {
           assert.equal(sc.exit_code, 0, sc.stderr);
           assert.equal(sc.stdout, `${marker}\n`);
           assert.ok(sc.duration_ms >= LONG_S * 1000, `duration_ms ${sc.duration_ms}`);
+        });
+
+        it(`without a task: callTool fails at 60 s (SdkError REQUEST_TIMEOUT) and the run is killed`, async () => {
+          const { client, tap } = v2;
+          assert.equal(DEFAULT_TIMEOUT_V2, SDK_DEFAULT_TIMEOUT_MS);
+          const marker = `mcp-exec-interop-v2-task-timeout-${randomUUID()}`;
+          const t0 = performance.now();
+          // No timeout option: the SDK's default 60 s.
+          const pending = client.callTool({ name: 'exec', arguments: { code: markerProgram(marker, LONG_S), timeout_s: LONG_S + 30 } });
+          pending.catch(() => {});
+          await waitUntil(() => findByMarker(marker).length > 0, 15000, `the sandboxed process ${marker}`);
+          const error = await pending.then(
+            (value) => assert.fail(`callTool without a task answered: ${JSON.stringify(value).slice(0, 400)}`),
+            (e) => e,
+          );
+          const elapsedMs = performance.now() - t0;
+          assert.ok(error instanceof SdkErrorV2, String(error?.stack ?? error));
+          assert.equal(error.code, SdkErrorCodeV2.RequestTimeout);
+          assert.match(error.message, /Request timed out/);
+          assert.equal(error.data?.timeout, SDK_DEFAULT_TIMEOUT_MS);
+          assert.ok(
+            elapsedMs >= SDK_DEFAULT_TIMEOUT_MS - 100 && elapsedMs < SDK_DEFAULT_TIMEOUT_MS + 10000,
+            `the call failed after ${elapsedMs.toFixed(0)} ms`,
+          );
+
+          // In the 2025 era SDK2 tells the server with notifications/cancelled on every transport,
+          // and the server kills every process of the run.
+          const req = tap.sent.find((m) => m.method === 'tools/call' && m.params?.arguments?.code?.includes(marker));
+          assert.ok(req, 'the tools/call was not sent');
+          assert.ok(
+            tap.sent.some((m) => m.method === 'notifications/cancelled' && m.params?.requestId === req.id),
+            'SDK2 sent no notifications/cancelled',
+          );
+          await waitUntil(() => findByMarker(marker).length === 0, 5000, 'the processes of the timed-out run to die').catch(
+            (e) => {
+              throw new Error(`${e.message}: still alive ${findByMarker(marker)}${v2.logs()}`);
+            },
+          );
+          const line = await waitUntil(
+            () => logLines(v2).find((l) => l.msg === 'exec' && l.request_id === String(req.id) && l.cancelled === true),
+            5000,
+            `the server's exec log line for request ${req.id} with cancelled true`,
+          ).catch((e) => {
+            throw new Error(`${e.message}${v2.logs()}`);
+          });
+          assert.ok(line.duration_ms >= SDK_DEFAULT_TIMEOUT_MS - 15000 && line.duration_ms < SDK_DEFAULT_TIMEOUT_MS + 10000,
+            JSON.stringify(line));
+          await sleep(500);
+          assert.equal(tap.responseTo(req.id), undefined, 'the server answered the cancelled request');
         });
       });
     }
