@@ -398,6 +398,8 @@ void LaunchPlan::BuildView() {
   if (spec_.zygote) {
     view_.zygote_module = kZygoteExtension;
     view_.zygote_module_len = kZygoteExtensionSize;
+    view_.zygote_init = kZygoteInitBinary;
+    view_.zygote_init_len = kZygoteInitBinarySize;
   }
   view_.rlimits = rlimits_.data();
   view_.rlimit_count = rlimits_.size();

@@ -47,6 +47,8 @@ const char* FixedStepName(ChildStep step) {
     case ChildStep::kIdMaps: return "write a zygote run's id maps";
     case ChildStep::kForkInit: return "start a zygote run's init";
     case ChildStep::kDumpable: return "make a zygote run's program dumpable";
+    case ChildStep::kStartInit: return "execute a zygote run's init (mcp-exec-init)";
+    case ChildStep::kWaitInit: return "wait for a zygote run's init to lock itself down";
   }
   return "an unknown step";
 }

@@ -29,33 +29,6 @@ using mcpexec::sandbox::ZygoteRunView;
 
 ZygoteRunView* configured = nullptr;
 
-// This process's argument area (fields 48 and 49 of /proc/self/stat): the runs' inits hide it.
-bool OwnArgumentArea(char** start, size_t* len) {
-  char stat[4096];
-  const int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const ssize_t n = read(fd, stat, sizeof stat - 1);
-  close(fd);
-  if (n <= 0) return false;
-  stat[n] = '\0';
-  const char* p = strrchr(stat, ')');
-  if (p == nullptr) return false;
-  ++p;
-  unsigned long long values[2] = {};
-  // After the ")": field 3 onwards, one space before each.
-  for (int field = 3; field <= 49 && *p == ' '; ++field) {
-    char* end;
-    const unsigned long long value = strtoull(p + 1, &end, 10);
-    if (field >= 48) values[field - 48] = value;
-    p = end;
-    while (*p != ' ' && *p != '\0') ++p;
-  }
-  if (values[0] == 0 || values[1] <= values[0]) return false;
-  *start = reinterpret_cast<char*>(values[0]);
-  *len = static_cast<size_t>(values[1] - values[0]);
-  return true;
-}
-
 // configure(blob): what the zygote's runs set up (PackZygoteRun), once.
 PyObject* Configure(PyObject*, PyObject* blob) {
   char* data;
@@ -73,10 +46,6 @@ PyObject* Configure(PyObject*, PyObject* blob) {
     free(copy);
     PyErr_SetString(PyExc_ValueError, "not a zygote run set-up from this build of mcp-exec");
     return nullptr;
-  }
-  if (!OwnArgumentArea(&run->plan.supervisor_args, &run->plan.supervisor_args_len)) {
-    run->plan.supervisor_args = nullptr;
-    run->plan.supervisor_args_len = 0;
   }
   configured = run;
   Py_RETURN_NONE;

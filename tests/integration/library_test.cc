@@ -279,6 +279,34 @@ TEST_F(ZygoteTest, TheZygotesImportsAreIn2MiBPagesWhereTheKernelMakesThem) {
   EXPECT_EQ(result->stdout_data, "10\n") << result->stderr_data;
 }
 
+// A run copies the zygote's interpreter once: its program takes the first process's copy, and
+// its init, PID 1, is a small executable of its own (docs/engine.md, "What a fork costs").
+TEST_F(ZygoteTest, ARunsInitHoldsNoCopyOfTheInterpreter) {
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"numpy"});
+  ASSERT_NE(zygote, nullptr);
+  auto box = zygote->Fork(std::chrono::seconds(30));
+  ASSERT_TRUE(box.ok()) << box.error().message;
+  auto result = box->Run(
+      sandbox::Program{"import os\n"
+                       "def rss(pid):\n"
+                       "    for line in open('/proc/%s/status' % pid):\n"
+                       "        if line.startswith('VmRSS:'):\n"
+                       "            return int(line.split()[1])\n"
+                       "print(rss(1), rss('self'), os.getpid(), os.getppid())\n",
+                       ""},
+      sandbox::RunLimits{});
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  long init_kb = -1, program_kb = -1, pid = -1, parent = -1;
+  ASSERT_EQ(sscanf(result->stdout_data.c_str(), "%ld %ld %ld %ld", &init_kb, &program_kb, &pid,
+                   &parent),
+            4)
+      << result->stdout_data << result->stderr_data;
+  EXPECT_LT(init_kb, 4096) << "the init holds more than its own small program";
+  EXPECT_GT(program_kb, 20000) << "the program does not hold the interpreter with numpy";
+  EXPECT_EQ(pid, 2);
+  EXPECT_EQ(parent, 1) << "the program is not the init's child";
+}
+
 TEST_F(ZygoteTest, TheZygoteLivesAsLongAsTheSandboxesItForked) {
   std::shared_ptr<sandbox::Zygote> zygote = StartZygote({});
   ASSERT_NE(zygote, nullptr);

@@ -73,17 +73,31 @@ void WriteAgent(const PlanView& plan) noexcept {
   if (close(out) != 0) Fail(ChildStep::kWriteAgent);
 }
 
-// A zygote: the extension its runs are set up with (zygote_run.h), at kFdZygoteModule for the
-// agent to load. A sealed memfd, since the workspace is noexec and the rootfs is not ours.
-void WriteZygoteModule(const PlanView& plan) noexcept {
-  const int fd = static_cast<int>(syscall(SYS_memfd_create, "mcp-exec-zygote", MFD_ALLOW_SEALING));
+constexpr unsigned kMemfdExec = 0x10;  // MFD_EXEC (linux/memfd.h, 6.3)
+
+// `len` bytes at `bytes` in a sealed memfd named `name`, at descriptor `at`, inherited.
+void WriteSealedFile(const char* name, const unsigned char* bytes, size_t len, int at) noexcept {
+  // Executable where vm.memfd_noexec makes memfds noexec by default (Linux 6.3 and later, which
+  // know MFD_EXEC; an older kernel refuses the flag and makes them executable anyway).
+  int fd = static_cast<int>(syscall(SYS_memfd_create, name, MFD_ALLOW_SEALING | kMemfdExec));
+  if (fd < 0 && errno == EINVAL) {
+    fd = static_cast<int>(syscall(SYS_memfd_create, name, MFD_ALLOW_SEALING));
+  }
   if (fd < 0) Fail(ChildStep::kZygoteModule);
-  if (WriteAll(fd, plan.zygote_module, plan.zygote_module_len) != 0 ||
+  if (WriteAll(fd, bytes, len) != 0 ||
       fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0 ||
-      dup3(fd, kFdZygoteModule, 0) < 0) {
+      dup3(fd, at, 0) < 0) {
     Fail(ChildStep::kZygoteModule);
   }
   close(fd);
+}
+
+// A zygote: the extension its runs are set up with (zygote_run.h), at kFdZygoteModule for the
+// agent to load, and their init's executable at kFdZygoteInit. Sealed memfds, since the
+// workspace is noexec and the rootfs is not ours.
+void WriteZygoteModule(const PlanView& plan) noexcept {
+  WriteSealedFile("mcp-exec-zygote", plan.zygote_module, plan.zygote_module_len, kFdZygoteModule);
+  WriteSealedFile("mcp-exec-init", plan.zygote_init, plan.zygote_init_len, kFdZygoteInit);
 }
 
 // Cold: the supervisor has written /tmp/main.py and sends one byte. EOF: it gave up on this
@@ -145,7 +159,10 @@ void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept {
   close(kFdStdout);
   close(kFdStderr);
   if (plan.warm) close(kFdStart);
-  if (plan.zygote_module != nullptr) close(kFdZygoteModule);
+  if (plan.zygote_module != nullptr) {
+    close(kFdZygoteModule);
+    close(kFdZygoteInit);
+  }
   child::Reap(static_cast<pid_t>(pid));
 }
 

@@ -56,6 +56,9 @@ enum ChildFd : int {
   // A zygote's init only: the zygote's extension (zygote_run.h), a sealed memfd its agent loads
   // and closes before it imports anything.
   kFdZygoteModule = 6,
+  // A zygote's init only: its runs' init (zygote_init.cc), a sealed memfd the zygote keeps open
+  // and hands to each run.
+  kFdZygoteInit = 7,
 };
 
 struct PlanView {
@@ -82,6 +85,9 @@ struct PlanView {
   // A zygote: the extension its agent sets each run up with (zygote_run.h). nullptr otherwise.
   const unsigned char* zygote_module;
   size_t zygote_module_len;
+  // A zygote: the executable of its runs' init (zygote_init.cc). nullptr otherwise.
+  const unsigned char* zygote_init;
+  size_t zygote_init_len;
 
   const RlimitView* rlimits;
   size_t rlimit_count;
@@ -135,6 +141,8 @@ enum class ChildStep : uint32_t {
   kIdMaps,
   kForkInit,
   kDumpable,
+  kStartInit,
+  kWaitInit,
 };
 
 struct ChildReport {

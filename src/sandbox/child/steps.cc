@@ -113,21 +113,6 @@ void BringUpLoopback() noexcept {
   close(fd);
 }
 
-void DropPrivileges(const PlanView& plan) noexcept {
-  for (int cap = 0; cap <= plan.last_cap; ++cap) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) Fail(ChildStep::kDropBoundingCaps);
-  }
-  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
-    Fail(ChildStep::kClearAmbientCaps);
-  }
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
-  if (syscall(SYS_capset, &header, none) != 0) Fail(ChildStep::kSetCaps);
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Fail(ChildStep::kNoNewPrivs);
-  // The program runs with the same uid as this init; non-dumpable keeps it from ptracing us
-  // or opening our /proc/1/{mem,exe,fd}.
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Fail(ChildStep::kNotDumpable);
-}
 
 // Sends `len` bytes with the descriptor `passed` (SCM_RIGHTS) on the socket `fd`.
 ssize_t SendWithDescriptor(int fd, const void* data, size_t len, int passed) noexcept {
@@ -209,11 +194,31 @@ void ResetSignals() noexcept {
   }
 }
 
+void SendPidfd(int fd, char message, int pidfd, ChildStep step) noexcept {
+  if (SendWithDescriptor(fd, &message, 1, pidfd) != 1) Fail(step);
+}
+
 void SendOwnPidfd(int fd, char message, ChildStep step) noexcept {
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
   if (pidfd < 0) Fail(step);
-  if (SendWithDescriptor(fd, &message, 1, pidfd) != 1) Fail(step);
+  SendPidfd(fd, message, pidfd, step);
   close(pidfd);
+}
+
+void DropPrivileges(int last_cap) noexcept {
+  for (int cap = 0; cap <= last_cap; ++cap) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) Fail(ChildStep::kDropBoundingCaps);
+  }
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
+    Fail(ChildStep::kClearAmbientCaps);
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capset, &header, none) != 0) Fail(ChildStep::kSetCaps);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) Fail(ChildStep::kNoNewPrivs);
+  // The program runs with the same uid as this init; non-dumpable keeps it from ptracing us
+  // or opening our /proc/1/{mem,exe,fd}.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Fail(ChildStep::kNotDumpable);
 }
 
 void SetUpSandbox(const PlanView& plan) noexcept {
@@ -221,7 +226,7 @@ void SetUpSandbox(const PlanView& plan) noexcept {
   if (sethostname(plan.hostname, plan.hostname_len) != 0) Fail(ChildStep::kHostname);
   BringUpLoopback();
   if (chdir(plan.workdir) != 0) Fail(ChildStep::kChdir);
-  DropPrivileges(plan);
+  DropPrivileges(plan.last_cap);
 }
 
 // The supervisor writes input files into the workspace through this descriptor before the

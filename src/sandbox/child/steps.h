@@ -17,20 +17,24 @@ ssize_t ReadByte(int fd, char* byte) noexcept;
 void Report(const ChildReport& report) noexcept;
 [[noreturn]] void Fail(ChildStep step, uint32_t index = 0) noexcept;
 
-// Writes "mcp-exec-init" over the supervisor's (or the zygote's) argument strings, so that
-// /proc/1/cmdline shows neither.
+// Writes "mcp-exec-init" over the supervisor's argument strings, so that /proc/1/cmdline does
+// not show them. (A zygote's run's init executes mcp-exec-init, zygote_init.cc.)
 void HideSupervisorArgs(const PlanView& plan) noexcept;
 // Moves each source to its ChildFd number (a source of -1: that number is closed) and closes
 // every other descriptor. 0-2 stay inheritable, the rest are close-on-exec.
 void SetupFds(const int (&sources)[kChildFdCount]) noexcept;
 // Empties the signal mask and sets every disposition to the default.
 void ResetSignals() noexcept;
+// Sends `message` with `pidfd` on the socket `fd`.
+void SendPidfd(int fd, char message, int pidfd, ChildStep step) noexcept;
 // Sends `message` with a pidfd of this process on the socket `fd`.
 void SendOwnPidfd(int fd, char message, ChildStep step) noexcept;
 
-// The sandbox's file system, hostname, loopback and workspace, then every capability dropped,
-// no_new_privs set and the process made non-dumpable: what an init does once it is in its
-// namespaces with its ids.
+// Every capability up to `last_cap` dropped (bounding, ambient and own), no_new_privs set and
+// the process made non-dumpable.
+void DropPrivileges(int last_cap) noexcept;
+// The sandbox's file system, hostname, loopback and workspace, then DropPrivileges: what an
+// init does once it is in its namespaces with its ids.
 void SetUpSandbox(const PlanView& plan) noexcept;
 // Hands the workspace to the supervisor (kReady with an O_PATH descriptor of it).
 void ReportReady(const PlanView& plan) noexcept;

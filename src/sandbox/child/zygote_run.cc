@@ -1,6 +1,7 @@
 #include "sandbox/child/zygote_run.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -108,38 +109,79 @@ void RegisterRseqAgain() noexcept {
   }
 }
 
-// The init's stack, and a guard page under it. Its deepest calls are the mount steps'.
-constexpr size_t kInitStackSize = 256 * 1024;
-constexpr size_t kInitStackGuard = 4096;
+// The stacks of the run's start: the program's, which it leaves for the first process's once
+// that process is gone (its deepest calls are the mount steps'), and the init's until its
+// execve. Each has a guard page under it.
+constexpr size_t kProgramStackSize = 256 * 1024;
+constexpr size_t kInitStackSize = 64 * 1024;
+constexpr size_t kStackGuard = 4096;
+constexpr size_t kStacksSize = kStackGuard + kProgramStackSize + kStackGuard + kInitStackSize;
 
-struct InitStart {
-  const ZygoteRunView* run;
+// The init's executable (zygote_init.cc) in a run: the zygote's kFdZygoteInit, put where a
+// cold init has its go pipe, which a zygote's run has no use for.
+constexpr int kFdInitExecutable = kFdGo;
+
+struct RunStart {
   const PlanView* plan;
-  void** resume;  // where the program goes on: EnterZygoteRun's __builtin_setjmp
+  const char* const* init_env;
+  int locked[2];        // the pipe on which the init says it is locked down
+  int first;            // a pidfd of the first process
+  char* program_stack;  // its top
+  void** resume;        // where the program goes on: EnterZygoteRun's __builtin_setjmp
 };
 
-// The run's init, in the memory of the process that cloned it: sets the sandbox up as a cold
-// init, forks the program, which jumps back to `resume`, and reaps.
-int RunInit(void* arg) noexcept {
-  const InitStart& start = *static_cast<const InitStart*>(arg);
-  const PlanView& plan = *start.plan;
-  child::SetUpSandbox(plan);
-  child::SendOwnPidfd(kFdStart, kZygoteInit, ChildStep::kSendPidfd);
-  child::ReportReady(plan);
-  const long program = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-  if (program < 0) Fail(ChildStep::kStartProgram);
-  if (program == 0) __builtin_longjmp(start.resume, 1);
-  // As a cold init: /proc/1/cmdline and /proc/1/comm say what it is, and signals from inside
-  // the namespace reach PID 1 only through a handler.
-  child::HideSupervisorArgs(plan);
-  prctl(PR_SET_NAME, start.run->init_name, 0, 0, 0);
-  child::ResetSignals();
-  close(kFdStdin);
-  close(kFdStdout);
-  close(kFdStderr);
-  close(kFdStart);
-  child::Reap(static_cast<pid_t>(program));
-  return 0;
+// The run's program, a CLONE_VM child of the init before its execve, on a stack of its own:
+// PID 2, which the init reaps (zygote_init.cc). Once the init has executed and locked itself
+// down, and the first process is gone, nothing else uses this memory (or its errno): it then
+// sets the sandbox up as a cold init does, and jumps back to `resume`, on the first process's
+// stack, to return to Python.
+int StartProgram(void* arg) noexcept {
+  const RunStart& start = *static_cast<const RunStart*>(arg);
+  close(start.locked[1]);
+  close(kFdInitExecutable);
+  char locked;
+  const ssize_t n = child::ReadByte(start.locked[0], &locked);
+  if (n != 1 || locked != 'L') {
+    if (n >= 0) errno = EPROTO;  // the init ended, or said something else
+    Fail(ChildStep::kWaitInit);
+  }
+  close(start.locked[0]);
+  pollfd first{start.first, POLLIN, 0};
+  while (poll(&first, 1, -1) != 1) {
+    if (errno != EINTR) Fail(ChildStep::kWaitInit);
+  }
+  close(start.first);
+  if (getpid() != 2) {
+    errno = ESRCH;
+    Fail(ChildStep::kWaitInit);
+  }
+  child::SetUpSandbox(*start.plan);
+  child::ReportReady(*start.plan);
+  __builtin_longjmp(start.resume, 1);
+}
+
+// The run's init: PID 1 of the namespace, a vfork of the first process (CLONE_VM |
+// CLONE_VFORK, on a stack of its own). It starts the program while it still shares the
+// interpreter's memory, so that the program is its child, then drops its privileges, as a cold
+// init does once its set-up is done (its uid in the namespace is not 0: the execve would drop
+// its capabilities but not its bounding set), and executes zygote_init.cc, which gives it a
+// memory of its own. The program waits for that before it writes anything here, errno
+// included: a failure here reports this process's own.
+int StartInit(void* arg) noexcept {
+  const RunStart& start = *static_cast<const RunStart*>(arg);
+  // At the root, which the program's pivot_root then moves to the new one (it moves only the
+  // directories that are the old root): not in a directory of the zygote's mounts.
+  if (chdir("/") != 0) Fail(ChildStep::kStartInit);
+  if (clone(StartProgram, start.program_stack, CLONE_VM | SIGCHLD, arg) < 0) {
+    Fail(ChildStep::kStartProgram);
+  }
+  child::DropPrivileges(start.plan->last_cap);
+  if (dup3(start.locked[1], kFdStart, 0) < 0 || fcntl(kFdReport, F_SETFD, 0) != 0) {
+    Fail(ChildStep::kStartInit);
+  }
+  static const char* const argv[] = {"mcp-exec-init", nullptr};
+  syscall(SYS_execveat, kFdInitExecutable, "", argv, start.init_env, AT_EMPTY_PATH);
+  Fail(ChildStep::kStartInit);
 }
 
 }  // namespace
@@ -158,8 +200,9 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept {
   ZygoteRunView& run = header->view;
   PlanView& plan = run.plan;
   // What a run does not use must be absent: nothing else is checked or relocated.
-  if (plan.agent != nullptr || plan.zygote_module != nullptr || plan.exec_path != nullptr ||
-      plan.argv != nullptr || plan.envp != nullptr || plan.supervisor_args != nullptr) {
+  if (plan.agent != nullptr || plan.zygote_module != nullptr || plan.zygote_init != nullptr ||
+      plan.exec_path != nullptr || plan.argv != nullptr || plan.envp != nullptr ||
+      plan.supervisor_args != nullptr) {
     return nullptr;
   }
   if (!extent.Rebase(plan.mount_ops, plan.mount_op_count) ||
@@ -201,7 +244,7 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept {
 void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
                     const char* layer, void (*after_fork_in_program)()) noexcept {
   // The descriptors first, so that a failure is reported on the run's report socket.
-  const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], -1, fds[4]};
+  const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], kFdZygoteInit, fds[4]};
   child::SetupFds(sources);
   // The zygote ignores SIGCHLD, so that the kernel reaps its forks: the run's init must not
   // inherit that, or its program would be reaped unreported, and neither may the program's own
@@ -244,30 +287,34 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
       WriteFile("/proc/self/uid_map", run.uid_map) != 0) {
     Fail(ChildStep::kIdMaps);
   }
-  // The run's init is PID 1 of the new PID namespace. (A time namespace would not do: a CLONE_VM
-  // child stays in its parent's.) It shares this process's memory
-  // (CLONE_VM) on a stack of its own, instead of taking a copy of the interpreter's page tables
-  // that its exit would unmap again: this process ends at once, so that the memory is the init's
-  // alone and the init the only process of the run outside its program. The init dies with the
-  // zygote, whose PID namespace holds its own.
-  const size_t stack_size = kInitStackSize + kInitStackGuard;
-  void* const stack = mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-  if (stack == MAP_FAILED || mprotect(stack, kInitStackGuard, PROT_NONE) != 0) {
-    Fail(ChildStep::kForkInit);  // the init's start, its stack included
+  // The run's init is PID 1 of the new PID namespace: a small executable (zygote_init.cc),
+  // started by vfork and execve, so that it holds no copy of the interpreter. (A time namespace
+  // would not do: a CLONE_VM child stays in its parent's.) The program is this memory: a
+  // CLONE_VM child of the init, PID 2, which goes on alone once the init has executed and this
+  // process has ended. So a run copies the zygote's page tables once, at its fork, and only its
+  // program's exit unmaps them. The init dies with the zygote, whose PID namespace holds its own.
+  void* const stacks = mmap(nullptr, kStacksSize, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  char* const base = static_cast<char*>(stacks);
+  if (stacks == MAP_FAILED || mprotect(base, kStackGuard, PROT_NONE) != 0 ||
+      mprotect(base + kStackGuard + kProgramStackSize, kStackGuard, PROT_NONE) != 0) {
+    Fail(ChildStep::kForkInit);
   }
-  // The init's fork of the program is a copy of this memory, in which this frame and every
-  // frame above it, back to the interpreter's, are as they are now: the program jumps back here
-  // to return to Python (a jump, not a return, since it starts on the init's stack).
-  // What a CLONE_VM child does not keep, and so neither does its fork, the program: the
-  // alternate signal stack (faulthandler's), and its thread's rseq registration, which glibc
-  // still believes in (sched_getcpu reads the CPU from it).
+  const char* const init_env[] = {run.init_name, nullptr};
+  void* resume[5];
+  RunStart start{&plan, init_env, {-1, -1}, -1, base + kStackGuard + kProgramStackSize, resume};
+  if (pipe2(start.locked, O_CLOEXEC) != 0) Fail(ChildStep::kForkInit);
+  start.first = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  if (start.first < 0) Fail(ChildStep::kForkInit);
+  // The program returns to Python from this frame, as it is now, with every frame above it back
+  // to the interpreter's (a jump, not a return, since it starts on a stack of its own).
+  // What a CLONE_VM child does not keep: the alternate signal stack (faulthandler's), and its
+  // thread's rseq registration, which glibc still believes in (sched_getcpu reads the CPU from
+  // it).
   stack_t altstack{};
   sigaltstack(nullptr, &altstack);
-  void* resume[5];
-  InitStart start{&run, &plan, resume};
   if (__builtin_setjmp(resume) != 0) {
-    munmap(stack, stack_size);  // the init's: no mapping of the program's is left over
+    munmap(stacks, kStacksSize);  // the start's: no mapping of the set-up is left over
     if (!(altstack.ss_flags & SS_DISABLE)) {
       altstack.ss_flags = 0;
       sigaltstack(&altstack, nullptr);
@@ -280,12 +327,15 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
     close(kFdReport);
     return;
   }
-  // On its exit the kernel would clear glibc's thread id of this process, in memory the init
-  // and its program go on using.
+  // On its exit the kernel would clear glibc's thread id of this process, in memory the program
+  // goes on using.
   syscall(SYS_set_tid_address, nullptr);
-  if (clone(RunInit, static_cast<char*>(stack) + stack_size, CLONE_VM | SIGCHLD, &start) < 0) {
+  int init = -1;
+  if (clone(StartInit, base + kStacksSize, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &start,
+            &init) < 0) {
     Fail(ChildStep::kForkInit);
   }
+  child::SendPidfd(kFdStart, kZygoteInit, init, ChildStep::kSendPidfd);
   _exit(0);
 }
 

@@ -18,13 +18,12 @@ namespace mcpexec::sandbox {
 
 struct ZygoteRunView {
   // The mounts (on the zygote's clean bind of the rootfs, then pivot_root), hostname, last_cap,
-  // workdir, and the program's rlimits and seccomp filter. supervisor_args is the zygote's own
-  // argument area, which the run's init hides (set by the extension). The rest is unused.
+  // workdir, and the program's rlimits and seccomp filter. The rest is unused.
   PlanView plan;
   uint64_t namespaces;    // the CLONE_NEW* flags of the run's own namespaces
   const char* uid_map;    // the run's user namespace's maps, as written to /proc/self/uid_map
   const char* gid_map;
-  const char* init_name;  // /proc/1/comm of a cold init: the supervisor's name
+  const char* init_name;  // /proc/1/comm of a cold init (the supervisor's name), the run init's
   // Package layers (SandboxSpec::zygote_layers). layers_dir: where the zygote has them, nullptr
   // when it has none. A run given a layer binds layers_dir/<layer>/site onto layer_target and
   // remounts it with layer_remount_flags, as its mount steps layer_at and layer_at + 1.
@@ -56,19 +55,21 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept;
 // the run's stdin, stdout, stderr, report and start descriptors (at any numbers), and the name
 // of the run's package layer (nullptr: none; anything but kZygoteLayerNameLen hex digits, or a
 // layer in a zygote without layers, fails the run's set-up with EINVAL): puts them at 0, 1, 2,
-// 3 and 5 and closes the rest, says "P" with its pidfd on the start socket, waits for "M"
-// (moved into the run's cgroup), makes the run's namespaces, writes its id maps and clones the
-// run's init into its own memory (CLONE_VM, a stack of its own), then ends. The init sets the sandbox up as a cold one (SetUpSandbox), says "I"
-// with its pidfd, reports ready, and forks the program's process, which applies the program's
-// limits and returns: only there does this function return, with the start socket still at 5.
-// The init reaps and reports as a cold init. A failed step is reported on the report socket
-// (3), as a cold init's.
+// 3 and 5, the init's executable (kFdZygoteInit) at 4, and closes the rest, says "P" with its
+// pidfd on the start socket, waits for "M" (moved into the run's cgroup), makes the run's
+// namespaces and writes its id maps. Then it vforks the run's init, which clones the program's
+// process into this memory (CLONE_VM, PID 2) and executes the init's own small program
+// (zygote_init.cc); says "I" with the init's pidfd, and ends. The program sets the sandbox up as
+// a cold init (SetUpSandbox), reports ready, waits until the init has locked itself down and
+// this process is gone, and applies the program's limits: only there does this function
+// return, with the start socket still at 5. A failed step is reported on the report socket (3),
+// as a cold init's.
 //
 // Neither this process nor the init runs Python: the zygote forked it with the interpreter's
 // before-fork work done (PyOS_BeforeFork) and its child's half not, and the program's process,
 // the only one of the run that returns to Python, does that half, `after_fork_in_program`
 // (PyOS_AfterFork_Child). So the interpreter's after-fork work, and the copy-on-write faults it
-// takes, happen once a run instead of in each of its three processes.
+// takes, happen once a run, and the interpreter's memory is copied once, at this fork.
 void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
                     const char* layer, void (*after_fork_in_program)()) noexcept;
 
