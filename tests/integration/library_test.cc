@@ -2,6 +2,7 @@
 // Run() are separable steps, and a sandbox destroyed without running leaves no process.
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -286,6 +287,14 @@ TEST_F(ZygoteTest, ARunsInitHoldsNoCopyOfTheInterpreter) {
   ASSERT_NE(zygote, nullptr);
   auto box = zygote->Fork(std::chrono::seconds(30));
   ASSERT_TRUE(box.ok()) << box.error().message;
+  // Its working directory is its root, the run's: not a directory of the zygote's mounts,
+  // which would keep them alive under the run.
+  const std::string init_proc = "/proc/" + std::to_string(box->InitPid());
+  struct stat cwd{}, root{};
+  ASSERT_EQ(stat((init_proc + "/cwd").c_str(), &cwd), 0) << strerror(errno);
+  ASSERT_EQ(stat((init_proc + "/root").c_str(), &root), 0) << strerror(errno);
+  EXPECT_TRUE(cwd.st_dev == root.st_dev && cwd.st_ino == root.st_ino)
+      << "the init's working directory is not its root";
   auto result = box->Run(
       sandbox::Program{"import os\n"
                        "def rss(pid):\n"
