@@ -43,6 +43,8 @@
 //    stream, of which one is open at a time (a new GET ends the old), and DELETE ends it;
 //  - a caller that goes away (stdio EOF, HTTP session DELETE, SSE stream closed) takes its running
 //    tasks with it: their processes die.
+//  - in the stateless era (by hand, on stdio and Streamable HTTP) tasks/cancel of a running task
+//    also answers only once every process of the run is dead, and tasks/get then says cancelled;
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -812,5 +814,51 @@ describe('tasks', { concurrency: true }, () => {
         });
       });
     }
+
+    // The stateless era by hand: tasks/cancel, as in 2025-11-25, answers once the run has stopped.
+    for (const transport of ['stdio', 'http']) {
+      describe(`2026-07-28 by hand over ${transport}`, () => {
+        let srv;
+        before(async () => {
+          srv = await startServer(transport, { env: { MCP_EXEC_MAX_CONCURRENCY: 2 } });
+        });
+        after(async () => {
+          await srv?.stop();
+        });
+
+        it('tasks/cancel of a running task answers once every process of its run is dead; tasks/get then says cancelled', async () => {
+          const w = await wire(transport, srv);
+          // A failure must not leave the stdio server running: the file would never end.
+          try {
+            const marker = `mcp-exec-interop-stateless-cancel-${randomUUID()}`;
+            const created = await w.call(
+              request(1, 'tools/call', { name: 'exec', arguments: { code: markerProgram(marker, 60), timeout_s: 120 } }),
+            );
+            assert.equal(created.result?.resultType, 'task', JSON.stringify(created));
+            const { taskId } = created.result;
+            await waitUntil(() => findByMarker(marker).length > 0, 10000, `the sandboxed process ${marker}`);
+            const running = await w.call(request(2, 'tasks/get', { taskId }));
+            assert.equal(running.result?.status, 'working', JSON.stringify(running));
+
+            const t0 = performance.now();
+            const cancelled = await w.call(request(3, 'tasks/cancel', { taskId }));
+            // The answer comes after the run stopped: nothing of it is left.
+            assert.deepEqual(findByMarker(marker), [], 'processes of the run outlived the tasks/cancel answer');
+            assert.ok(performance.now() - t0 < 5000, `tasks/cancel took ${(performance.now() - t0).toFixed(0)} ms`);
+            assert.equal(cancelled.result?.resultType, 'complete', JSON.stringify(cancelled));
+
+            const got = await w.call(request(4, 'tasks/get', { taskId }));
+            assert.equal(got.result?.resultType, 'complete', JSON.stringify(got));
+            assert.equal(got.result.taskId, taskId);
+            assert.equal(got.result.status, 'cancelled', JSON.stringify(got));
+          } catch (e) {
+            await w.end().catch(() => {});
+            throw e;
+          }
+          await w.end();
+        });
+      });
+    }
+
   });
 });
