@@ -45,6 +45,10 @@
 //    tasks with it: their processes die.
 //  - in the stateless era (by hand, on stdio and Streamable HTTP) tasks/cancel of a running task
 //    also answers only once every process of the run is dead, and tasks/get then says cancelled;
+//  - a server that keeps MCP_EXEC_MAX_TASKS tasks (one from a 2025-11-25 HTTP session, one from
+//    the stateless credential: two callers, each below MCP_EXEC_MAX_TASKS_PER_CALLER) refuses the
+//    next, naming the setting: a JSON-RPC error in 2025-11-25, a tool error in the stateless era;
+//    cancelled, its tasks make room for the next.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -860,5 +864,52 @@ describe('tasks', { concurrency: true }, () => {
       });
     }
 
+    // MCP_EXEC_MAX_TASKS counts the server's tasks, whoever made them: on Streamable HTTP a
+    // 2025-11-25 session and the stateless credential are two callers, each below its own limit.
+    describe('the server-wide task limit over http', () => {
+      it('a server that keeps MCP_EXEC_MAX_TASKS tasks refuses the next, naming the setting: a JSON-RPC error in 2025-11-25, a tool error in 2026-07-28', async () => {
+        const full = await startServer('http', {
+          env: { MCP_EXEC_MAX_TASKS: 2, MCP_EXEC_MAX_TASKS_PER_CALLER: 4, MCP_EXEC_MAX_CONCURRENCY: 2 },
+        });
+        try {
+          const c = await full.connect({ name: 'tasks-server-full' });
+          const w = await wire('http', full);
+          const markers = [1, 2].map((n) => `mcp-exec-interop-task-full-${n}-${randomUUID()}`);
+          const first = await createTask(c, { code: markerProgram(markers[0], 60), timeout_s: 120 });
+          const second = await w.call(
+            request(1, 'tools/call', { name: 'exec', arguments: { code: markerProgram(markers[1], 60), timeout_s: 120 } }),
+          );
+          assert.equal(second.result?.resultType, 'task', JSON.stringify(second));
+          for (const m of markers) await waitUntil(() => findByMarker(m).length > 0, 10000, `the sandboxed process ${m}`);
+
+          // The refusal names the total, not the per-caller limit neither caller has reached.
+          const setting = /\(MCP_EXEC_MAX_TASKS\)/;
+          const refused = await rpcError(
+            c.client.request({ method: 'tools/call', params: { name: 'exec', arguments: { code: 'print("must not run")' } } }, CreateTaskResultSchema, {
+              task: { ttl: 60000 },
+              timeout: 15000,
+            }),
+            'a third task in a server that keeps two',
+          );
+          assert.equal(refused.code, ErrorCode.InternalError, refused.message);
+          assert.match(refused.message, setting, refused.message);
+          const toolError = await w.call(request(2, 'tools/call', { name: 'exec', arguments: { code: 'print("must not run")' } }));
+          assert.equal(toolError.result?.resultType, 'complete', JSON.stringify(toolError));
+          assert.equal(toolError.result.isError, true, JSON.stringify(toolError));
+          assert.match(toolError.result.content?.[0]?.text ?? '', setting, JSON.stringify(toolError));
+          assert.ok(!logLines(full).some((l) => l.msg === 'exec' && /must not run/.test(JSON.stringify(l))), 'a refused call ran');
+
+          // Cancelled, the two end and make room: the next task is taken.
+          assert.equal((await c.client.experimental.tasks.cancelTask(first.taskId)).status, 'cancelled');
+          const cancelled = await w.call(request(3, 'tasks/cancel', { taskId: second.result.taskId }));
+          assert.equal(cancelled.result?.resultType, 'complete', JSON.stringify(cancelled));
+          for (const m of markers) assert.deepEqual(findByMarker(m), [], `processes of ${m} outlived the tasks/cancel answer`);
+          const next = await w.call(request(4, 'tools/call', { name: 'exec', arguments: { code: 'print("room")' } }));
+          assert.equal(next.result?.resultType, 'task', JSON.stringify(next));
+        } finally {
+          await full.stop();
+        }
+      });
+    });
   });
 });
