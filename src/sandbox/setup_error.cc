@@ -41,7 +41,7 @@ const char* FixedStepName(ChildStep step) {
     case ChildStep::kRlimit: return "set a resource limit";
     case ChildStep::kSeccomp: return "load the seccomp filter";
     case ChildStep::kExec: return "execute the interpreter";
-    case ChildStep::kZygoteModule: return "hand the zygote its extension";
+    case ChildStep::kZygoteModule: return "hand the zygote its extension and its runs' init";
     case ChildStep::kSendPidfd: return "send a zygote run's pidfd to the supervisor";
     case ChildStep::kUserNamespace: return "make a zygote run's namespaces";
     case ChildStep::kIdMaps: return "write a zygote run's id maps";
