@@ -67,12 +67,14 @@ def _agent(ctl, modules, zygote=None):
     gc.collect()
     gc.freeze()
 
-    on_start = None
+    on_start = trial = None
     if zygote is not None:
         # Says "R" once ready to fork; returns in each run's program process, whose own start
-        # socket is then `ctl`, with what to do when the request comes.
-        on_start = _zygote(ctl, runs, zygote[2])
+        # socket is then `ctl`, with what to do when the request comes. Returns once more, in
+        # the zygote's trial run (learn_writes), with the trial's end for _exit.
+        on_start, trial = _zygote(ctl, runs, zygote[2])
         zygote = runs = None
+    _exit = os._exit if trial is None else trial
     # Prints an uncaught exception as `python3 main.py` does, its traceback starting at the
     # program: the frames of the agent's code objects in `skip` are dropped.
     def excepthook(e, skip):
@@ -89,20 +91,22 @@ def _agent(ctl, modules, zygote=None):
             _print("\nOriginal exception was:", file=sys.stderr)
             sys.__excepthook__(_type(e), e, tb)
 
-    os.write(ctl, b"R")
-    go = os.read(ctl, 1)
-    if go == b"S":
+    if trial is None:
+        os.write(ctl, b"R")
+        go = os.read(ctl, 1)
+        if go == b"S":
+            if on_start is not None:
+                on_start()
+            _session(ctl, sys, os, builtins, signal, excepthook)  # never returns
+        if go != b"G":
+            os._exit(0)
+        os.close(ctl)
         if on_start is not None:
             on_start()
-        _session(ctl, sys, os, builtins, signal, excepthook)  # never returns
-    if go != b"G":
-        os._exit(0)
-    os.close(ctl)
-    if on_start is not None:
-        on_start()
-
-    with _open(path, "rb") as f:
-        source = f.read()
+        with _open(path, "rb") as f:
+            source = f.read()
+    else:
+        source = b"print(1)\n"
     namespace = sys.modules["__main__"].__dict__
     namespace.clear()
     namespace.update(
@@ -133,7 +137,7 @@ def _agent(ctl, modules, zygote=None):
         if by_sigint:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
-        os._exit(status & 0xFF)
+        _exit(status & 0xFF)
 
     try:
         _exec(_compile(source, path, "exec", dont_inherit=True), namespace)
@@ -299,7 +303,8 @@ def _zygote_extension(ctl, setup):
 # stdin, stdout, stderr, report and start descriptors, and after the "F" the name of the run's
 # package layer, if it has one (docs/engine.md has the protocol). It never runs a program:
 # returns only in a run's program process, once that is fully confined, with what the agent
-# calls when the request comes (the layer's .pth files), or None. Each fork sets itself
+# calls when the request comes (the layer's .pth files) or None, and None; and in the trial
+# (learn_writes), with None and the trial's end. Each fork sets itself
 # up with the extension `runs` (zygote_run.h): the steps of a cold init, compiled. `packages` is
 # where a run's layer is mounted, on sys.path since the interpreter started (the image's
 # mcp_exec_packages.pth).
@@ -317,10 +322,17 @@ def _zygote(ctl, runs, packages):
     # Last, when the imports have made all the memory the runs will share: every fork copies
     # its mappings, and a 2 MiB page is one to copy where 4 KiB pages are 512.
     runs.collapse_memory()
-    os.write(ctl, b"R")
-    # Forks a run per "F" message; returns in a run's program process only, True when the run
-    # has a package layer (a name of anything but hex digits failed its set-up, in the fork).
-    layer = runs.serve(ctl, zygote_pid)
+    # A run of print(1) in a fork, once: the pages it writes, each run's program writes before
+    # its request comes, off the request's path. True in that fork (the trial), which goes on
+    # as a run's program does, its descriptors on /dev/null and its _exit the trial's end.
+    trial = runs.learn_writes(ctl)
+    layer = None
+    if not trial:
+        os.write(ctl, b"R")
+        # Forks a run per "F" message; returns in a run's program process only, True when the
+        # run has a package layer (a name of anything but hex digits failed its set-up, in the
+        # fork).
+        layer = runs.serve(ctl, zygote_pid)
     # The run's program: the fork's first process and init did not run Python.
     start = 5
     try:
@@ -343,9 +355,11 @@ def _zygote(ctl, runs, packages):
         # The layer's .pth files, which a cold interpreter runs at its start, are package
         # code: the agent runs them once the request has come, in the run's time and after
         # the start socket is closed (a session's: before its first call).
+        if trial:
+            return None, runs.end_trial
         if layer is not None:
-            return lambda: site.addsitedir(packages)
-        return None
+            return lambda: site.addsitedir(packages), None
+        return None, None
     except BaseException as e:
         try:
             os.write(start, ("E%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4000])

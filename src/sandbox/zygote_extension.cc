@@ -10,12 +10,18 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -194,7 +200,184 @@ PyObject* CollapseMemory(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
-void AfterForkInProgram() { PyOS_AfterFork_Child(); }
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+// What a run writes of the zygote's memory, learned once (learn_writes) and taken by each run's
+// program before it says it is ready (TakeLearnedWrites): the copy-on-write faults that a warm
+// print(1) took after its request came, about 200 of them, the same pages in every run. Their
+// copies then happen while the sandbox waits, not while the client does. The pages come from
+// the zygote's own trial run of print(1), never from a run's program: nothing of one run
+// reaches the next. Best effort: a kernel without MADV_POPULATE_WRITE, or a trial that fails,
+// leaves each run to take its faults as they come.
+struct WrittenRange {
+  uint64_t at;
+  uint64_t size;
+};
+constexpr size_t kMaxWrittenRanges = 4096;
+struct {
+  WrittenRange ranges[kMaxWrittenRanges];
+  size_t count = 0;
+} learned;
+
+int trial_report = -1;  // in the trial: where end_trial writes what it found
+
+// /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst).
+constexpr uint64_t kPagePresent = uint64_t{1} << 63;
+constexpr uint64_t kPageFile = uint64_t{1} << 61;
+constexpr uint64_t kPageExclusive = uint64_t{1} << 56;
+
+// The trial's pages that it alone maps and that are not a file's: those its writes copied (or
+// first touched), in the writable private mappings. Its scratch space is a mapping of its own,
+// left out. Writes them to `out` as WrittenRange records, adjacent pages as one.
+void ReportWrittenPages(int out) {
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  constexpr size_t kMapsBytes = size_t{1} << 20;
+  constexpr size_t kEntries = 8192;
+  constexpr size_t kScratch = kMapsBytes + kEntries * 8 + kMaxWrittenRanges * sizeof(WrittenRange);
+  void* scratch = mmap(nullptr, kScratch, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+  if (scratch == MAP_FAILED) return;
+  char* const maps = static_cast<char*>(scratch);
+  auto* const entries = reinterpret_cast<uint64_t*>(maps + kMapsBytes);
+  auto* const ranges = reinterpret_cast<WrittenRange*>(entries + kEntries);
+  const int maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  const int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (maps_fd < 0 || pagemap < 0) return;
+  size_t maps_len = 0;
+  for (ssize_t n; maps_len < kMapsBytes - 1 &&
+                  (n = read(maps_fd, maps + maps_len, kMapsBytes - 1 - maps_len)) > 0;) {
+    maps_len += static_cast<size_t>(n);
+  }
+  maps[maps_len] = '\0';
+  const auto scratch_at = reinterpret_cast<uint64_t>(scratch);
+  size_t count = 0;
+  for (char* line = maps; *line != '\0' && count < kMaxWrittenRanges;) {
+    char* const end = strchr(line, '\n');
+    if (end == nullptr) break;
+    *end = '\0';
+    unsigned long from, to;
+    char perms[5];
+    if (sscanf(line, "%lx-%lx %4s", &from, &to, perms) == 3 && strcmp(perms, "rw-p") == 0 &&
+        from != scratch_at) {
+      for (uint64_t at = from; at < to && count < kMaxWrittenRanges;) {
+        const size_t want = std::min<uint64_t>(kEntries, (to - at) / page);
+        const ssize_t got = pread(pagemap, entries, want * 8, static_cast<off_t>(at / page * 8));
+        if (got <= 0) break;
+        for (size_t i = 0; i < static_cast<size_t>(got) / 8 && count < kMaxWrittenRanges; ++i) {
+          const uint64_t e = entries[i];
+          if ((e & kPagePresent) == 0 || (e & kPageExclusive) == 0 || (e & kPageFile) != 0) {
+            continue;
+          }
+          const uint64_t address = at + i * page;
+          if (count > 0 && ranges[count - 1].at + ranges[count - 1].size == address) {
+            ranges[count - 1].size += page;
+          } else {
+            ranges[count++] = {address, page};
+          }
+        }
+        at += static_cast<uint64_t>(got) / 8 * page;
+      }
+    }
+    line = end + 1;
+  }
+  const char* data = reinterpret_cast<const char*>(ranges);
+  for (size_t left = count * sizeof(WrittenRange); left > 0;) {
+    const ssize_t n = write(out, data, left);
+    if (n <= 0) return;
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+// learn_writes(ctl): forks the trial, which returns True with its descriptors 0, 1, 2, 5 and
+// `ctl` on /dev/null, and goes on as a run's program does with print(1) until end_trial. The
+// zygote waits for what the trial found (10 s at most) and returns False.
+PyObject* LearnWrites(PyObject*, PyObject* arg) {
+  const int ctl = PyLong_AsLong(arg);
+  if (ctl < 0 && PyErr_Occurred()) return nullptr;
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) Py_RETURN_FALSE;
+  PyOS_BeforeFork();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+    close(report[0]);
+    trial_report = fcntl(report[1], F_DUPFD_CLOEXEC, 10);  // above what /dev/null replaces
+    const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0) _exit(1);
+    for (const int fd : {0, 1, 2, 5, ctl}) dup2(null, fd);
+    close(null);
+    Py_RETURN_TRUE;
+  }
+  PyOS_AfterFork_Parent();
+  close(report[1]);
+  if (pid < 0) {
+    close(report[0]);
+    Py_RETURN_FALSE;
+  }
+  // The zygote ignores SIGCHLD: the kernel reaps the trial as it ends, and its pid is free.
+  const int trial = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  auto* const into = reinterpret_cast<char*>(learned.ranges);
+  size_t got = 0;
+  bool complete = false;
+  Py_BEGIN_ALLOW_THREADS
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t deadline_ms = now.tv_sec * 1000 + now.tv_nsec / 1000000 + 10000;
+  for (;;) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t left_ms = deadline_ms - (now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    if (left_ms <= 0) break;
+    pollfd ready{report[0], POLLIN, 0};
+    const int polled = poll(&ready, 1, static_cast<int>(left_ms));
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled <= 0) break;
+    const ssize_t n = read(report[0], into + got, sizeof learned.ranges - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      complete = n == 0;
+      break;
+    }
+    got += static_cast<size_t>(n);
+    if (got == sizeof learned.ranges) {
+      complete = true;
+      break;
+    }
+  }
+  Py_END_ALLOW_THREADS
+  close(report[0]);
+  if (trial >= 0) {
+    if (!complete) syscall(SYS_pidfd_send_signal, trial, SIGKILL, nullptr, 0);
+    close(trial);
+  }
+  learned.count = complete ? got / sizeof(WrittenRange) : 0;
+  Py_RETURN_FALSE;
+}
+
+// end_trial(status): the trial's _exit. Reports the pages it wrote, then ends.
+PyObject* EndTrial(PyObject*, PyObject*) {
+  if (trial_report >= 0) ReportWrittenPages(trial_report);
+  _exit(0);
+}
+
+// In a run's program, before it says it is ready: the learned pages written ahead.
+void TakeLearnedWrites() {
+  for (size_t i = 0; i < learned.count; ++i) {
+    void* const at = reinterpret_cast<void*>(learned.ranges[i].at);
+    if (madvise(at, learned.ranges[i].size, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+      return;  // a kernel before 5.14
+    }
+  }
+}
+
+// The program's half of the fork (zygote_run.h), then the learned writes: before its limits and
+// its seccomp filter, which a custom profile may make deny madvise.
+void AfterForkInProgram() {
+  PyOS_AfterFork_Child();
+  TakeLearnedWrites();
+}
 
 void CloseAll(const int* fds, size_t count) {
   for (size_t i = 0; i < count; ++i) close(fds[i]);
@@ -288,6 +471,9 @@ PyMethodDef methods[] = {
      "pack_arenas(): the object allocator's next arenas from one 2 MiB-aligned region"},
     {"collapse_memory", CollapseMemory, METH_NOARGS,
      "collapse_memory(): the anonymous memory in 2 MiB pages where it can be"},
+    {"learn_writes", LearnWrites, METH_O,
+     "learn_writes(ctl): the pages a run writes, from a trial run; True in the trial"},
+    {"end_trial", EndTrial, METH_O, "end_trial(status): the trial's end"},
     {"serve", Serve, METH_VARARGS,
      "serve(ctl, zygote_pid): fork a run per message; returns in a run's program process only"},
     {nullptr, nullptr, 0, nullptr},
