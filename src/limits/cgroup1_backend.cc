@@ -2,6 +2,7 @@
 // cpuacct hierarchies, under "mcp-exec" in this process's own group there. v1 has no
 // CLONE_INTO_CGROUP: the child is moved in before it is let go, so it runs no code of its own
 // outside the groups.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +48,17 @@ class Cgroup1Run final : public RunCgroup {
   }
 
   Result<void> Move(pid_t pid) override { return Attach(pid); }
+
+  Result<std::vector<UniqueFd>> JoinFds() override {
+    std::vector<UniqueFd> fds;
+    for (const std::string& dir : dirs_.distinct) {
+      const std::string path = dir + "/tasks";
+      UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!fd.Valid()) return Errno(ErrorCode::kPermissionDenied, "open(" + path + ")");
+      fds.push_back(std::move(fd));
+    }
+    return fds;
+  }
 
   Result<void> ExcludeCurrentUsage() override {
     MCPEXEC_ASSIGN_OR_RETURN(const uint64_t memory,

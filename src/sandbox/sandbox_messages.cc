@@ -69,7 +69,7 @@ Result<std::optional<ChildReport>> ReadReport(int fd,
 
 Result<void> SendWithDescriptors(int fd, std::string_view message, std::span<const int> fds,
                                  const char* gone) {
-  constexpr size_t kMost = 8;
+  constexpr size_t kMost = 10;  // a zygote's fork: 5, and up to 4 to join its cgroup
   if (fds.size() > kMost) return MakeError(ErrorCode::kInternal, "too many descriptors to send");
   iovec iov{const_cast<char*>(message.data()), message.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(kMost * sizeof(int))] = {};

@@ -319,15 +319,17 @@ def _zygote(ctl, runs, packages):
     # signal between the loop's last look and its blocking recvmsg would leave unrun. (The run's
     # processes do not inherit it, EnterZygoteRun.)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    # Last, when the imports have made all the memory the runs will share: every fork copies
-    # its mappings, and a 2 MiB page is one to copy where 4 KiB pages are 512.
-    runs.collapse_memory()
     # A run of print(1) in a fork, once: the pages it writes, each run's program writes before
     # its request comes, off the request's path. True in that fork (the trial), which goes on
     # as a run's program does, its descriptors on /dev/null and its _exit the trial's end.
+    # Returns in the zygote once the trial is gone.
     trial = runs.learn_writes(ctl)
     layer = None
     if not trial:
+        # Last, when the imports have made all the memory the runs will share, and no other
+        # process shares it: every fork copies its mappings, and a 2 MiB page is one to copy
+        # where 4 KiB pages are 512.
+        runs.collapse_memory()
         os.write(ctl, b"R")
         # Forks a run per "F" message; returns in a run's program process only, True when the
         # run has a package layer (a name of anything but hex digits failed its set-up, in the

@@ -9,8 +9,10 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/sys.h"
+#include "sandbox/child/zygote_run.h"
 #include "sandbox/sandbox_messages.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/warm_agent.h"
@@ -104,16 +106,27 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout, std::string_view
   sandbox.zygote_ = shared_from_this();
   sandbox.plan_ = box_.plan_;
   MCPEXEC_ASSIGN_OR_RETURN(sandbox.cgroup_, plan.Limits().CreateRun());
+  std::vector<UniqueFd> join;
+  if (sandbox.cgroup_) {
+    MCPEXEC_ASSIGN_OR_RETURN(join, sandbox.cgroup_->JoinFds());
+  }
+  if (join.size() > kZygoteMaxJoinFds) {
+    return MakeError(ErrorCode::kInternal, "more cgroup hierarchies than a zygote's fork joins");
+  }
   {
     std::lock_guard lock(mutex_);
-    // The run's descriptors, in the order the agent puts them at 0, 1, 2, 3 and 5.
-    const int fds[] = {in.read.Get(), out.write.Get(), err.write.Get(), report.write.Get(),
-                       start.write.Get()};
+    // The run's descriptors, in the order the agent puts them at 0, 1, 2, 3 and 5, then those
+    // the fork joins the run's cgroup through.
+    std::vector<int> fds = {in.read.Get(), out.write.Get(), err.write.Get(), report.write.Get(),
+                            start.write.Get()};
+    for (const UniqueFd& fd : join) fds.push_back(fd.Get());
     const std::string message = std::string(1, kZygoteFork) + std::string(layer);
     MCPEXEC_RETURN_IF_ERROR(
         SendWithDescriptors(box_.start_.Get(), message, fds, "the zygote has ended"));
     ++forks_;
   }
+  const bool joins = !join.empty();
+  join.clear();  // the fork holds them now
   // Only the run holds these ends now, so that EOF means it is gone.
   report.write.Reset();
   start.write.Reset();
@@ -128,7 +141,7 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout, std::string_view
   }
   FirstProcess first{std::move(forked.passed)};
   MCPEXEC_ASSIGN_OR_RETURN(const pid_t first_pid, PidOfPidfd(first.pidfd.Get()));
-  if (sandbox.cgroup_) {
+  if (sandbox.cgroup_ && !joins) {
     if (auto moved = sandbox.cgroup_->Move(first_pid); !moved.ok()) {
       return std::move(moved).error().WithContext("put a zygote's run in its cgroup");
     }

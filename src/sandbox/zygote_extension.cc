@@ -229,8 +229,7 @@ constexpr uint64_t kPageFile = uint64_t{1} << 61;
 constexpr uint64_t kPageExclusive = uint64_t{1} << 56;
 
 // The trial's pages that it alone maps and that are not a file's: those its writes copied (or
-// first touched), in the writable private mappings. Its scratch space is a mapping of its own,
-// left out. Writes them to `out` as WrittenRange records, adjacent pages as one.
+// first touched), in the writable private mappings. Its scratch space is left out. Writes them to `out` as WrittenRange records, adjacent pages as one.
 void ReportWrittenPages(int out) {
   const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   constexpr size_t kMapsBytes = size_t{1} << 20;
@@ -259,8 +258,7 @@ void ReportWrittenPages(int out) {
     *end = '\0';
     unsigned long from, to;
     char perms[5];
-    if (sscanf(line, "%lx-%lx %4s", &from, &to, perms) == 3 && strcmp(perms, "rw-p") == 0 &&
-        from != scratch_at) {
+    if (sscanf(line, "%lx-%lx %4s", &from, &to, perms) == 3 && strcmp(perms, "rw-p") == 0) {
       for (uint64_t at = from; at < to && count < kMaxWrittenRanges;) {
         const size_t want = std::min<uint64_t>(kEntries, (to - at) / page);
         const ssize_t got = pread(pagemap, entries, want * 8, static_cast<off_t>(at / page * 8));
@@ -271,6 +269,8 @@ void ReportWrittenPages(int out) {
             continue;
           }
           const uint64_t address = at + i * page;
+          // The scratch space may have merged with a neighbouring mapping.
+          if (address >= scratch_at && address < scratch_at + kScratch) continue;
           if (count > 0 && ranges[count - 1].at + ranges[count - 1].size == address) {
             ranges[count - 1].size += page;
           } else {
@@ -297,18 +297,23 @@ void ReportWrittenPages(int out) {
 PyObject* LearnWrites(PyObject*, PyObject* arg) {
   const int ctl = PyLong_AsLong(arg);
   if (ctl < 0 && PyErr_Occurred()) return nullptr;
+  SealArenas();  // a run's new arenas are the interpreter's own: so are the trial's
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) Py_RETURN_FALSE;
   PyOS_BeforeFork();
   const pid_t pid = fork();
   if (pid == 0) {
-    PyOS_AfterFork_Child();
+    // Off the zygote's descriptors before any Python runs here (the fork hooks included).
     close(report[0]);
     trial_report = fcntl(report[1], F_DUPFD_CLOEXEC, 10);  // above what /dev/null replaces
     const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0) _exit(1);
-    for (const int fd : {0, 1, 2, 5, ctl}) dup2(null, fd);
+    if (trial_report < 0 || null < 0) _exit(1);
+    close(report[1]);
+    for (const int fd : {0, 1, 2, 5, ctl}) {
+      if (dup2(null, fd) < 0) _exit(1);
+    }
     close(null);
+    PyOS_AfterFork_Child();
     Py_RETURN_TRUE;
   }
   PyOS_AfterFork_Parent();
@@ -317,7 +322,8 @@ PyObject* LearnWrites(PyObject*, PyObject* arg) {
     close(report[0]);
     Py_RETURN_FALSE;
   }
-  // The zygote ignores SIGCHLD: the kernel reaps the trial as it ends, and its pid is free.
+  // The zygote ignores SIGCHLD: the kernel reaps the trial as it ends. Its pid cannot be taken
+  // meanwhile: nothing else forks in the zygote's PID namespace yet.
   const int trial = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   auto* const into = reinterpret_cast<char*>(learned.ranges);
   size_t got = 0;
@@ -348,10 +354,23 @@ PyObject* LearnWrites(PyObject*, PyObject* arg) {
   }
   Py_END_ALLOW_THREADS
   close(report[0]);
-  if (trial >= 0) {
-    if (!complete) syscall(SYS_pidfd_send_signal, trial, SIGKILL, nullptr, 0);
-    close(trial);
+  // The zygote's memory is its own again once the trial is gone: its pipe's end came after its
+  // memory was released (the kernel closes a process's files after its memory), and a trial
+  // killed here is waited for (1 s at most), so that collapse_memory, next, and every fork see
+  // pages no other process shares.
+  if (!complete) {
+    if (trial >= 0) {
+      syscall(SYS_pidfd_send_signal, trial, SIGKILL, nullptr, 0);
+      pollfd gone{trial, POLLIN, 0};
+      Py_BEGIN_ALLOW_THREADS
+      while (poll(&gone, 1, 1000) < 0 && errno == EINTR) {
+      }
+      Py_END_ALLOW_THREADS
+    } else {
+      kill(pid, SIGKILL);
+    }
   }
+  if (trial >= 0) close(trial);
   learned.count = complete ? got / sizeof(WrittenRange) : 0;
   Py_RETURN_FALSE;
 }
@@ -365,10 +384,10 @@ PyObject* EndTrial(PyObject*, PyObject*) {
 // In a run's program, before it says it is ready: the learned pages written ahead.
 void TakeLearnedWrites() {
   for (size_t i = 0; i < learned.count; ++i) {
-    void* const at = reinterpret_cast<void*>(learned.ranges[i].at);
-    if (madvise(at, learned.ranges[i].size, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
-      return;  // a kernel before 5.14
-    }
+    // A range that fails (not mapped here, or a mapping the kernel cannot populate; every one,
+    // before Linux 5.14) is left to fault as it comes.
+    (void)madvise(reinterpret_cast<void*>(learned.ranges[i].at), learned.ranges[i].size,
+                  MADV_POPULATE_WRITE);
   }
 }
 
@@ -384,7 +403,8 @@ void CloseAll(const int* fds, size_t count) {
 }
 
 // serve(ctl, zygote_pid): the zygote's loop. Each message on `ctl` that is "F", with the run's
-// stdin, stdout, stderr, report and start descriptors and after the "F" the name of the run's
+// stdin, stdout, stderr, report and start descriptors, then those it joins the run's cgroup
+// through (none, or up to kZygoteMaxJoinFds), and after the "F" the name of the run's
 // package layer (none when empty), forks a run; any other message is dropped, its descriptors
 // closed, and so are a failed fork's. Returns only in a run's program process (EnterZygoteRun:
 // the fork's other processes never return to Python): True when the run has a layer, else
@@ -403,10 +423,11 @@ PyObject* Serve(PyObject*, PyObject* args) {
     return nullptr;
   }
   constexpr size_t kFds = 5;
+  constexpr size_t kMostFds = kFds + mcpexec::sandbox::kZygoteMaxJoinFds;
   for (;;) {
     if (PyErr_CheckSignals() != 0) return nullptr;  // a handler's, as the Python loop ran them
     char message[128];
-    alignas(cmsghdr) char control[CMSG_SPACE(kFds * sizeof(int))];
+    alignas(cmsghdr) char control[CMSG_SPACE(kMostFds * sizeof(int))];
     iovec iov{message, sizeof message};
     msghdr header{};
     header.msg_iov = &iov;
@@ -422,7 +443,7 @@ PyObject* Serve(PyObject*, PyObject* args) {
       continue;
     }
     if (n < 0) return PyErr_SetFromErrno(PyExc_OSError);
-    int fds[kFds];
+    int fds[kMostFds];
     size_t count = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
@@ -430,7 +451,7 @@ PyObject* Serve(PyObject*, PyObject* args) {
       for (size_t i = 0; i < in; ++i) {
         int fd;
         memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-        if (count < kFds) {
+        if (count < kMostFds) {
           fds[count++] = fd;
         } else {
           close(fd);
@@ -445,7 +466,7 @@ PyObject* Serve(PyObject*, PyObject* args) {
     }
     const size_t layer_len = static_cast<size_t>(n) - 1;
     // A NUL would cut the name short: a layer set up that was never asked for.
-    if (message[0] != 'F' || count != kFds || memchr(message + 1, '\0', layer_len) != nullptr) {
+    if (message[0] != 'F' || count < kFds || memchr(message + 1, '\0', layer_len) != nullptr) {
       CloseAll(fds, count);
       continue;
     }
@@ -455,8 +476,10 @@ PyObject* Serve(PyObject*, PyObject* args) {
     PyOS_BeforeFork();
     const pid_t pid = fork();
     if (pid == 0) {
-      mcpexec::sandbox::EnterZygoteRun(*configured, fds, zygote, layer_len > 0 ? layer : nullptr,
-                                       AfterForkInProgram);
+      int run_fds[kFds];
+      memcpy(run_fds, fds, sizeof run_fds);
+      mcpexec::sandbox::EnterZygoteRun(*configured, run_fds, fds + kFds, count - kFds, zygote,
+                                       layer_len > 0 ? layer : nullptr, AfterForkInProgram);
       if (layer_len == 0) Py_RETURN_NONE;
       Py_RETURN_TRUE;  // nothing that can fail here, where the run's limits hold
     }

@@ -143,6 +143,7 @@ enum class ChildStep : uint32_t {
   kDumpable,
   kStartInit,
   kWaitInit,
+  kJoinCgroup,
 };
 
 struct ChildReport {

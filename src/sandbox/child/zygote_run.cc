@@ -241,11 +241,22 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept {
   return &run;
 }
 
-void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
-                    const char* layer, void (*after_fork_in_program)()) noexcept {
+void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], const int* join,
+                    size_t join_count, pid_t zygote, const char* layer,
+                    void (*after_fork_in_program)()) noexcept {
+  // Into the run's cgroup before anything else, so that all it uses is the run's; a failure is
+  // reported once the report socket is in place.
+  int join_errno = 0;
+  for (size_t i = 0; i < join_count && join_errno == 0; ++i) {
+    if (write(join[i], "0", 1) != 1) join_errno = errno;
+  }
   // The descriptors first, so that a failure is reported on the run's report socket.
   const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], kFdZygoteInit, fds[4]};
   child::SetupFds(sources);
+  if (join_errno != 0) {
+    errno = join_errno;
+    Fail(ChildStep::kJoinCgroup);
+  }
   // The zygote ignores SIGCHLD, so that the kernel reaps its forks: the run's init must not
   // inherit that, or its program would be reaped unreported, and neither may the program's own
   // children. (The program's Python sets its own table to match, warm_agent.cc.)

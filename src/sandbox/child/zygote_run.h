@@ -51,12 +51,19 @@ struct ZygoteRunBlob {
 // well-formed blob.
 ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept;
 
+// At most this many descriptors a fork writes "0" to, to join the run's cgroup (one for each
+// cgroup v1 hierarchy: RunCgroup::JoinFds).
+inline constexpr size_t kZygoteMaxJoinFds = 4;
+
 // In a process the zygote has just forked (the extension's serve, zygote_extension.cc), with
-// the run's stdin, stdout, stderr, report and start descriptors (at any numbers), and the name
-// of the run's package layer (nullptr: none; anything but kZygoteLayerNameLen hex digits, or a
-// layer in a zygote without layers, fails the run's set-up with EINVAL): puts them at 0, 1, 2,
-// 3 and 5, the init's executable (kFdZygoteInit) at 4, and closes the rest, says "P" with its
-// pidfd on the start socket, waits for "M" (moved into the run's cgroup), makes the run's
+// the run's stdin, stdout, stderr, report and start descriptors (at any numbers), the
+// descriptors it joins the run's cgroup through (`join_count` of them, at most
+// kZygoteMaxJoinFds, maybe none), and the name of the run's package layer (nullptr: none;
+// anything but kZygoteLayerNameLen hex digits, or a layer in a zygote without layers, fails the
+// run's set-up with EINVAL): writes "0" to each `join` descriptor (which moves its one thread
+// in), puts the run's descriptors at 0, 1, 2, 3 and 5, the init's executable (kFdZygoteInit) at
+// 4, and closes the rest, says "P" with its pidfd on the start socket, waits for "M" (it is in
+// the run's cgroup: joined, or moved by the supervisor), makes the run's
 // namespaces and writes its id maps. Then it vforks the run's init, which clones the program's
 // process into this memory (CLONE_VM, PID 2) and executes the init's own small program
 // (zygote_init.cc); says "I" with the init's pidfd, and ends. The program sets the sandbox up as
@@ -70,7 +77,8 @@ ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept;
 // the only one of the run that returns to Python, does that half, `after_fork_in_program`
 // (PyOS_AfterFork_Child). So the interpreter's after-fork work, and the copy-on-write faults it
 // takes, happen once a run, and the interpreter's memory is copied once, at this fork.
-void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], pid_t zygote,
-                    const char* layer, void (*after_fork_in_program)()) noexcept;
+void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], const int* join,
+                    size_t join_count, pid_t zygote, const char* layer,
+                    void (*after_fork_in_program)()) noexcept;
 
 }  // namespace mcpexec::sandbox
