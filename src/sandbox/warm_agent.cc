@@ -71,10 +71,11 @@ def _agent(ctl, modules, zygote=None):
     if zygote is not None:
         # Says "R" once ready to fork; returns in each run's program process, whose own start
         # socket is then `ctl`, with what to do when the request comes. Returns once more, in
-        # the zygote's trial run (learn_writes), with the trial's end for _exit.
+        # the zygote's trial run (learn_writes), with the extension, whose begin_trial_run
+        # marks where a request would come and whose end_trial is its _exit.
         on_start, trial = _zygote(ctl, runs, zygote[2])
         zygote = runs = None
-    _exit = os._exit if trial is None else trial
+    _exit = os._exit if trial is None else trial.end_trial
     # Prints an uncaught exception as `python3 main.py` does, its traceback starting at the
     # program: the frames of the agent's code objects in `skip` are dropped.
     def excepthook(e, skip):
@@ -106,6 +107,7 @@ def _agent(ctl, modules, zygote=None):
         with _open(path, "rb") as f:
             source = f.read()
     else:
+        trial.begin_trial_run()
         source = b"print(1)\n"
     namespace = sys.modules["__main__"].__dict__
     namespace.clear()
@@ -304,7 +306,7 @@ def _zygote_extension(ctl, setup):
 # package layer, if it has one (docs/engine.md has the protocol). It never runs a program:
 # returns only in a run's program process, once that is fully confined, with what the agent
 # calls when the request comes (the layer's .pth files) or None, and None; and in the trial
-# (learn_writes), with None and the trial's end. Each fork sets itself
+# (learn_writes), with None and the extension. Each fork sets itself
 # up with the extension `runs` (zygote_run.h): the steps of a cold init, compiled. `packages` is
 # where a run's layer is mounted, on sys.path since the interpreter started (the image's
 # mcp_exec_packages.pth).
@@ -358,7 +360,7 @@ def _zygote(ctl, runs, packages):
         # code: the agent runs them once the request has come, in the run's time and after
         # the start socket is closed (a session's: before its first call).
         if trial:
-            return None, runs.end_trial
+            return None, runs
         if layer is not None:
             return lambda: site.addsitedir(packages), None
         return None, None

@@ -2,8 +2,9 @@
 // plan with SandboxSpec::zygote, whose agent never runs a program: with the preloads imported,
 // it forks each run's sandbox. The run makes its own user, mount, pid, net, ipc, uts and cgroup
 // namespaces, mounts a cold sandbox's /proc, /dev/shm and workspace, drops every capability and
-// applies the rlimits and seccomp filter before its program; the supervisor moves it into the
-// run's cgroup before it makes any of that. To its caller a forked sandbox is an ordinary one.
+// applies the rlimits and seccomp filter before its program; it is in the run's cgroup before it
+// makes any of that (on cgroup v1 it joins through descriptors the supervisor passes, on v2 the
+// supervisor moves it). To its caller a forked sandbox is an ordinary one.
 #pragma once
 
 #include <chrono>

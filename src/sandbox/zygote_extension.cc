@@ -228,67 +228,117 @@ constexpr uint64_t kPagePresent = uint64_t{1} << 63;
 constexpr uint64_t kPageFile = uint64_t{1} << 61;
 constexpr uint64_t kPageExclusive = uint64_t{1} << 56;
 
-// The trial's pages that it alone maps and that are not a file's: those its writes copied (or
-// first touched), in the writable private mappings. Its scratch space is left out. Writes them to `out` as WrittenRange records, adjacent pages as one.
-void ReportWrittenPages(int out) {
+// The trial's scratch space, a mapping of its own that no scan counts: /proc/self/maps as read,
+// pagemap entries, and the pages found at the start of the trial's run (begin_trial_run).
+constexpr size_t kMapsBytes = size_t{1} << 20;
+constexpr size_t kEntries = 8192;
+constexpr size_t kMaxPages = size_t{1} << 16;
+constexpr size_t kScratch = kMapsBytes + kEntries * 8 + kMaxPages * 8;
+struct {
+  char* maps = nullptr;  // nullptr until begin_trial_run maps it
+  uint64_t* entries;
+  uint64_t* begun;  // sorted
+  size_t begun_count = 0;
+} trial;
+
+// Calls `found(address)`, in ascending order, for each page the trial alone maps that is not a
+// file's, in its writable private mappings: those its writes copied from the zygote's (or first
+// touched). False when /proc/self could not be read.
+template <typename Found>
+bool ScanOwnPages(Found&& found) {
   const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  constexpr size_t kMapsBytes = size_t{1} << 20;
-  constexpr size_t kEntries = 8192;
-  constexpr size_t kScratch = kMapsBytes + kEntries * 8 + kMaxWrittenRanges * sizeof(WrittenRange);
-  void* scratch = mmap(nullptr, kScratch, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
-  if (scratch == MAP_FAILED) return;
-  char* const maps = static_cast<char*>(scratch);
-  auto* const entries = reinterpret_cast<uint64_t*>(maps + kMapsBytes);
-  auto* const ranges = reinterpret_cast<WrittenRange*>(entries + kEntries);
   const int maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   const int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (maps_fd < 0 || pagemap < 0) return;
+  if (maps_fd < 0 || pagemap < 0) return false;
   size_t maps_len = 0;
   for (ssize_t n; maps_len < kMapsBytes - 1 &&
-                  (n = read(maps_fd, maps + maps_len, kMapsBytes - 1 - maps_len)) > 0;) {
+                  (n = read(maps_fd, trial.maps + maps_len, kMapsBytes - 1 - maps_len)) > 0;) {
     maps_len += static_cast<size_t>(n);
   }
-  maps[maps_len] = '\0';
-  const auto scratch_at = reinterpret_cast<uint64_t>(scratch);
-  size_t count = 0;
-  for (char* line = maps; *line != '\0' && count < kMaxWrittenRanges;) {
+  close(maps_fd);
+  trial.maps[maps_len] = '\0';
+  const auto scratch = reinterpret_cast<uint64_t>(trial.maps);
+  for (char* line = trial.maps; *line != '\0';) {
     char* const end = strchr(line, '\n');
     if (end == nullptr) break;
     *end = '\0';
     unsigned long from, to;
     char perms[5];
     if (sscanf(line, "%lx-%lx %4s", &from, &to, perms) == 3 && strcmp(perms, "rw-p") == 0) {
-      for (uint64_t at = from; at < to && count < kMaxWrittenRanges;) {
+      for (uint64_t at = from; at < to;) {
         const size_t want = std::min<uint64_t>(kEntries, (to - at) / page);
-        const ssize_t got = pread(pagemap, entries, want * 8, static_cast<off_t>(at / page * 8));
+        const ssize_t got =
+            pread(pagemap, trial.entries, want * 8, static_cast<off_t>(at / page * 8));
         if (got <= 0) break;
-        for (size_t i = 0; i < static_cast<size_t>(got) / 8 && count < kMaxWrittenRanges; ++i) {
-          const uint64_t e = entries[i];
-          if ((e & kPagePresent) == 0 || (e & kPageExclusive) == 0 || (e & kPageFile) != 0) {
-            continue;
-          }
+        for (size_t i = 0; i < static_cast<size_t>(got) / 8; ++i) {
+          const uint64_t e = trial.entries[i];
           const uint64_t address = at + i * page;
           // The scratch space may have merged with a neighbouring mapping.
-          if (address >= scratch_at && address < scratch_at + kScratch) continue;
-          if (count > 0 && ranges[count - 1].at + ranges[count - 1].size == address) {
-            ranges[count - 1].size += page;
-          } else {
-            ranges[count++] = {address, page};
+          if ((e & kPagePresent) == 0 || (e & kPageExclusive) == 0 || (e & kPageFile) != 0 ||
+              (address >= scratch && address < scratch + kScratch)) {
+            continue;
           }
+          found(address);
         }
         at += static_cast<uint64_t>(got) / 8 * page;
       }
     }
     line = end + 1;
   }
-  const char* data = reinterpret_cast<const char*>(ranges);
-  for (size_t left = count * sizeof(WrittenRange); left > 0;) {
-    const ssize_t n = write(out, data, left);
-    if (n <= 0) return;
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
+  close(pagemap);
+  return true;
+}
+
+// begin_trial_run(): the trial has done what a run's program does before its request comes (the
+// fork's after-fork work); what it writes from here is what a run writes after its request.
+PyObject* BeginTrialRun(PyObject*, PyObject*) {
+  void* scratch = mmap(nullptr, kScratch, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+  if (scratch == MAP_FAILED) _exit(1);
+  trial.maps = static_cast<char*>(scratch);
+  trial.entries = reinterpret_cast<uint64_t*>(trial.maps + kMapsBytes);
+  trial.begun = trial.entries + kEntries;
+  const bool scanned = ScanOwnPages([](uint64_t address) {
+    if (trial.begun_count < kMaxPages) trial.begun[trial.begun_count++] = address;
+  });
+  if (!scanned || trial.begun_count == kMaxPages) _exit(1);
+  Py_RETURN_NONE;
+}
+
+// The pages the trial wrote since begin_trial_run, to `out` as WrittenRange records, adjacent
+// pages as one; the first kMaxWrittenRanges.
+void ReportWrittenPages(int out) {
+  if (trial.maps == nullptr) return;
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  WrittenRange ranges[256];
+  size_t count = 0, sent = 0, begun = 0;
+  bool failed = false;
+  auto flush = [&] {
+    const char* data = reinterpret_cast<const char*>(ranges);
+    for (size_t left = count * sizeof(WrittenRange); left > 0 && !failed;) {
+      const ssize_t n = write(out, data, left);
+      if (n <= 0) {
+        failed = true;
+        break;
+      }
+      data += n;
+      left -= static_cast<size_t>(n);
+    }
+    sent += count;
+    count = 0;
+  };
+  ScanOwnPages([&](uint64_t address) {
+    while (begun < trial.begun_count && trial.begun[begun] < address) ++begun;
+    if (begun < trial.begun_count && trial.begun[begun] == address) return;
+    if (count > 0 && ranges[count - 1].at + ranges[count - 1].size == address) {
+      ranges[count - 1].size += page;
+      return;
+    }
+    if (sent + count == kMaxWrittenRanges) return;
+    if (count == sizeof ranges / sizeof ranges[0]) flush();
+    ranges[count++] = {address, page};
+  });
+  flush();
 }
 
 // learn_writes(ctl): forks the trial, which returns True with its descriptors 0, 1, 2, 5 and
@@ -298,6 +348,12 @@ PyObject* LearnWrites(PyObject*, PyObject* arg) {
   const int ctl = PyLong_AsLong(arg);
   if (ctl < 0 && PyErr_Occurred()) return nullptr;
   SealArenas();  // a run's new arenas are the interpreter's own: so are the trial's
+  // A kernel without the advice (before 5.14) would refuse every range in every run.
+  void* probe = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (probe == MAP_FAILED) Py_RETURN_FALSE;
+  const bool populates = madvise(probe, 4096, MADV_POPULATE_WRITE) == 0;
+  munmap(probe, 4096);
+  if (!populates) Py_RETURN_FALSE;
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) Py_RETURN_FALSE;
   PyOS_BeforeFork();
@@ -384,8 +440,8 @@ PyObject* EndTrial(PyObject*, PyObject*) {
 // In a run's program, before it says it is ready: the learned pages written ahead.
 void TakeLearnedWrites() {
   for (size_t i = 0; i < learned.count; ++i) {
-    // A range that fails (not mapped here, or a mapping the kernel cannot populate; every one,
-    // before Linux 5.14) is left to fault as it comes.
+    // A range that fails (not mapped here, or a mapping the kernel cannot populate) is left to
+    // fault as it comes.
     (void)madvise(reinterpret_cast<void*>(learned.ranges[i].at), learned.ranges[i].size,
                   MADV_POPULATE_WRITE);
   }
@@ -496,6 +552,8 @@ PyMethodDef methods[] = {
      "collapse_memory(): the anonymous memory in 2 MiB pages where it can be"},
     {"learn_writes", LearnWrites, METH_O,
      "learn_writes(ctl): the pages a run writes, from a trial run; True in the trial"},
+    {"begin_trial_run", BeginTrialRun, METH_NOARGS,
+     "begin_trial_run(): in the trial, where a run's request would come"},
     {"end_trial", EndTrial, METH_O, "end_trial(status): the trial's end"},
     {"serve", Serve, METH_VARARGS,
      "serve(ctl, zygote_pid): fork a run per message; returns in a run's program process only"},

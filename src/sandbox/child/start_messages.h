@@ -8,10 +8,10 @@ namespace mcpexec::sandbox {
 inline constexpr char kAgentReady = 'R';
 inline constexpr char kAgentFailed = 'E';
 inline constexpr char kAgentGo = 'G';
-// A zygote's messages: on its own start socket, "F" with a run's five descriptors (supervisor);
-// on the run's start socket, "P" with a pidfd of the run's first process (the run), "M" once
-// the supervisor has moved it into the run's cgroup, "I" with a pidfd of the run's init, then
-// "R" or "E" as above.
+// A zygote's messages: on its own start socket, "F" with a run's five descriptors and those it
+// joins the run's cgroup through, if any (supervisor); on the run's start socket, "P" with a
+// pidfd of the run's first process (the run), "M" once it is in the run's cgroup (joined, or
+// moved by the supervisor), "I" with a pidfd of the run's init, then "R" or "E" as above.
 inline constexpr char kZygoteFork = 'F';
 inline constexpr char kZygoteForked = 'P';
 inline constexpr char kZygoteMoved = 'M';

@@ -1,6 +1,7 @@
 #include "sandbox/child/zygote_run.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <sched.h>
@@ -8,6 +9,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/rseq.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -82,7 +84,8 @@ bool Append(char* buffer, size_t& at, size_t size, const char* text) noexcept {
   return true;
 }
 
-// "M": the supervisor has put this process in the run's cgroup. EOF: it gave up on the run.
+// "M": this process is in the run's cgroup (it joined, or the supervisor moved it). EOF: the
+// supervisor gave up on the run.
 void WaitMoved() noexcept {
   char moved;
   const ssize_t n = child::ReadByte(kFdStart, &moved);
@@ -248,7 +251,14 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], const int* jo
   // reported once the report socket is in place.
   int join_errno = 0;
   for (size_t i = 0; i < join_count && join_errno == 0; ++i) {
-    if (write(join[i], "0", 1) != 1) join_errno = errno;
+    struct statfs fs{};
+    if (fstatfs(join[i], &fs) != 0) {
+      join_errno = errno;
+    } else if (fs.f_type != CGROUP_SUPER_MAGIC) {
+      join_errno = EBADF;  // a descriptor that is not a cgroup file moves nothing
+    } else if (write(join[i], "0", 1) != 1) {
+      join_errno = errno;
+    }
   }
   // The descriptors first, so that a failure is reported on the run's report socket.
   const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], kFdZygoteInit, fds[4]};
