@@ -49,7 +49,8 @@ const char* FixedStepName(ChildStep step) {
     case ChildStep::kDumpable: return "make a zygote run's program dumpable";
     case ChildStep::kStartInit: return "execute a zygote run's init (mcp-exec-init)";
     case ChildStep::kWaitInit: return "wait for a zygote run's init to lock itself down";
-    case ChildStep::kJoinCgroup: return "join the run's cgroup (a zygote's fork writing 0 to its tasks files)";
+    case ChildStep::kJoinCgroup:
+      return "join the run's cgroup (a zygote's fork writing 0 to its tasks files)";
   }
   return "an unknown step";
 }

@@ -356,11 +356,11 @@ def _zygote(ctl, runs, packages):
         process = sys.modules.get("multiprocessing.process")
         if process is not None:
             process.current_process().authkey = os.urandom(32)
+        if trial:
+            return None, runs
         # The layer's .pth files, which a cold interpreter runs at its start, are package
         # code: the agent runs them once the request has come, in the run's time and after
         # the start socket is closed (a session's: before its first call).
-        if trial:
-            return None, runs
         if layer is not None:
             return lambda: site.addsitedir(packages), None
         return None, None

@@ -380,7 +380,7 @@ PyObject* LearnWrites(PyObject*, PyObject* arg) {
   }
   // The zygote ignores SIGCHLD: the kernel reaps the trial as it ends. Its pid cannot be taken
   // meanwhile: nothing else forks in the zygote's PID namespace yet.
-  const int trial = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  const int trial_pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   auto* const into = reinterpret_cast<char*>(learned.ranges);
   size_t got = 0;
   bool complete = false;
@@ -396,17 +396,17 @@ PyObject* LearnWrites(PyObject*, PyObject* arg) {
     const int polled = poll(&ready, 1, static_cast<int>(left_ms));
     if (polled < 0 && errno == EINTR) continue;
     if (polled <= 0) break;
-    const ssize_t n = read(report[0], into + got, sizeof learned.ranges - got);
+    // Until its end, which says the trial is gone (it sends no more than the ranges hold).
+    char past;
+    const bool full = got == sizeof learned.ranges;
+    const ssize_t n = full ? read(report[0], &past, 1)
+                           : read(report[0], into + got, sizeof learned.ranges - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       complete = n == 0;
       break;
     }
-    got += static_cast<size_t>(n);
-    if (got == sizeof learned.ranges) {
-      complete = true;
-      break;
-    }
+    if (!full) got += static_cast<size_t>(n);
   }
   Py_END_ALLOW_THREADS
   close(report[0]);
@@ -415,9 +415,9 @@ PyObject* LearnWrites(PyObject*, PyObject* arg) {
   // killed here is waited for (1 s at most), so that collapse_memory, next, and every fork see
   // pages no other process shares.
   if (!complete) {
-    if (trial >= 0) {
-      syscall(SYS_pidfd_send_signal, trial, SIGKILL, nullptr, 0);
-      pollfd gone{trial, POLLIN, 0};
+    if (trial_pidfd >= 0) {
+      syscall(SYS_pidfd_send_signal, trial_pidfd, SIGKILL, nullptr, 0);
+      pollfd gone{trial_pidfd, POLLIN, 0};
       Py_BEGIN_ALLOW_THREADS
       while (poll(&gone, 1, 1000) < 0 && errno == EINTR) {
       }
@@ -426,7 +426,7 @@ PyObject* LearnWrites(PyObject*, PyObject* arg) {
       kill(pid, SIGKILL);
     }
   }
-  if (trial >= 0) close(trial);
+  if (trial_pidfd >= 0) close(trial_pidfd);
   learned.count = complete ? got / sizeof(WrittenRange) : 0;
   Py_RETURN_FALSE;
 }

@@ -113,7 +113,6 @@ void BringUpLoopback() noexcept {
   close(fd);
 }
 
-
 // Sends `len` bytes with the descriptor `passed` (SCM_RIGHTS) on the socket `fd`.
 ssize_t SendWithDescriptor(int fd, const void* data, size_t len, int passed) noexcept {
   iovec iov{const_cast<void*>(data), len};

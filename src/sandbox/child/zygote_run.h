@@ -63,8 +63,8 @@ inline constexpr size_t kZygoteMaxJoinFds = 4;
 // run's set-up with EINVAL): writes "0" to each `join` descriptor (which moves its one thread
 // in), puts the run's descriptors at 0, 1, 2, 3 and 5, the init's executable (kFdZygoteInit) at
 // 4, and closes the rest, says "P" with its pidfd on the start socket, waits for "M" (it is in
-// the run's cgroup: joined, or moved by the supervisor), makes the run's
-// namespaces and writes its id maps. Then it vforks the run's init, which clones the program's
+// the run's cgroup: joined, or moved by the supervisor), makes the run's namespaces and writes
+// its id maps. Then it vforks the run's init, which clones the program's
 // process into this memory (CLONE_VM, PID 2) and executes the init's own small program
 // (zygote_init.cc); says "I" with the init's pidfd, and ends. The program sets the sandbox up as
 // a cold init (SetUpSandbox), reports ready, waits until the init has locked itself down and
