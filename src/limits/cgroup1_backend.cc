@@ -1,7 +1,7 @@
 // The cgroup v1 backend (root only): a group per run in each of the memory, pids, cpu and
 // cpuacct hierarchies, under "mcp-exec" in this process's own group there. v1 has no
-// CLONE_INTO_CGROUP: the child is moved in before it is let go, so it runs no code of its own
-// outside the groups.
+// CLONE_INTO_CGROUP: the child moves itself in through the `tasks` files (JoinFds) first thing,
+// before it waits for the go byte, so it runs nothing of the run's outside the groups.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,14 +40,12 @@ class Cgroup1Run final : public RunCgroup {
 
   int CloneIntoFd() const override { return -1; }
 
-  Result<void> Attach(pid_t pid) override {
+  Result<void> Move(pid_t pid) override {
     for (const std::string& dir : dirs_.distinct) {
       MCPEXEC_RETURN_IF_ERROR(WriteCgroupFile(dir, "cgroup.procs", std::to_string(pid)));
     }
     return {};
   }
-
-  Result<void> Move(pid_t pid) override { return Attach(pid); }
 
   Result<std::vector<UniqueFd>> JoinFds() override {
     std::vector<UniqueFd> fds;

@@ -35,7 +35,6 @@ class Cgroup2Run final : public RunCgroup {
   }
 
   int CloneIntoFd() const override { return fd_.Get(); }
-  Result<void> Attach(pid_t) override { return {}; }
   Result<void> Move(pid_t pid) override {
     return WriteCgroupFile(dir_, "cgroup.procs", std::to_string(pid));
   }

@@ -55,18 +55,17 @@ struct RlimitSetting {
 class RunCgroup {
  public:
   virtual ~RunCgroup() = default;
-  // A directory fd for clone3's CLONE_INTO_CGROUP, or -1 when the child joins by Attach().
+  // A directory fd for clone3's CLONE_INTO_CGROUP, or -1 when the child joins itself
+  // (JoinFds).
   virtual int CloneIntoFd() const = 0;
-  // Moves `pid` in; called before the child runs any of its own code.
-  virtual Result<void> Attach(pid_t pid) = 0;
   // Moves in a running process that has no code of the run in it yet: a zygote's fork, which
   // makes the run's processes once it is in (zygote.h).
   virtual Result<void> Move(pid_t pid) = 0;
-  // Descriptors through which such a process, single-threaded, moves itself in by writing "0"
-  // to each (cgroup v1's `tasks` files, one a hierarchy), in place of Move: a thread that moves
-  // itself skips the kernel's lock on every process's membership (Linux 6.4), whose writer
-  // waits for an RCU grace period (9 ms median, 23 at p90, on this 2-core machine). Empty: Move
-  // it.
+  // Descriptors through which a single-threaded process moves itself in by writing "0" to each
+  // (cgroup v1's `tasks` files, one a hierarchy): a cold sandbox's first process, and a
+  // zygote's fork in place of Move. A thread that moves itself skips the kernel's lock on every
+  // process's membership (Linux 6.4), whose writer waits for an RCU grace period (9 ms median,
+  // 23 at p90, on this 2-core machine). Empty: Move it (cgroup v2).
   virtual Result<std::vector<UniqueFd>> JoinFds() { return std::vector<UniqueFd>{}; }
   // A warm start: raises the memory limit by what the run holds now, and the pids limit by its
   // tasks past init and the interpreter, so that the preloads the interpreter imported do not

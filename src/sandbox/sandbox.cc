@@ -104,10 +104,23 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe out, MakePipe());
   MCPEXEC_ASSIGN_OR_RETURN(Pipe err, MakePipe());
-  const ChildFdSources sources{{in.read.Get(), out.write.Get(), err.write.Get(),
-                                report.write.Get(), go.read.Get(), start.write.Get()}};
+  ChildFdSources sources{{in.read.Get(), out.write.Get(), err.write.Get(), report.write.Get(),
+                          go.read.Get(), start.write.Get()},
+                         {},
+                         0};
   const PlanView& view = plan->View();
   MCPEXEC_ASSIGN_OR_RETURN(std::unique_ptr<limits::RunCgroup> cgroup, plan->Limits().CreateRun());
+  // cgroup v1: the child moves itself in (RunCgroup::JoinFds says why).
+  std::vector<UniqueFd> join;
+  if (cgroup && cgroup->CloneIntoFd() < 0) {
+    MCPEXEC_ASSIGN_OR_RETURN(join, cgroup->JoinFds());
+    if (join.empty() || join.size() > kMaxCgroupJoinFds) {
+      return MakeError(ErrorCode::kInternal,
+                       "a run cgroup with neither a directory to clone into nor 1 to " +
+                           std::to_string(kMaxCgroupJoinFds) + " files to join through");
+    }
+    for (const UniqueFd& fd : join) sources.join[sources.join_count++] = fd.Get();
+  }
 
   int pidfd = -1;
   clone_args args{};
@@ -137,12 +150,7 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   out.write.Reset();
   err.write.Reset();
 
-  // A cgroup v1 child joins its groups here, before the go byte lets it run its own code.
-  if (sandbox.cgroup_) {
-    if (auto attached = sandbox.cgroup_->Attach(static_cast<pid_t>(pid)); !attached.ok()) {
-      return std::move(attached).error().WithContext("put the sandbox in its cgroup");
-    }
-  }
+  join.clear();
   if (auto mapped = WriteIdMaps(static_cast<pid_t>(pid), *sandbox.plan_); !mapped.ok()) {
     return IdMapError(mapped.error(), ReadUsernsFacts());
   }

@@ -110,7 +110,7 @@ Result<Sandbox> Zygote::Fork(std::chrono::milliseconds timeout, std::string_view
   if (sandbox.cgroup_) {
     MCPEXEC_ASSIGN_OR_RETURN(join, sandbox.cgroup_->JoinFds());
   }
-  if (join.size() > kZygoteMaxJoinFds) {
+  if (join.size() > kMaxCgroupJoinFds) {
     return MakeError(ErrorCode::kInternal, "more cgroup hierarchies than a zygote's fork joins");
   }
   {

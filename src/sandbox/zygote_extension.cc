@@ -460,7 +460,7 @@ void CloseAll(const int* fds, size_t count) {
 
 // serve(ctl, zygote_pid): the zygote's loop. Each message on `ctl` that is "F", with the run's
 // stdin, stdout, stderr, report and start descriptors, then those it joins the run's cgroup
-// through (none, or up to kZygoteMaxJoinFds), and after the "F" the name of the run's
+// through (none, or up to kMaxCgroupJoinFds), and after the "F" the name of the run's
 // package layer (none when empty), forks a run; any other message is dropped, its descriptors
 // closed, and so are a failed fork's. Returns only in a run's program process (EnterZygoteRun:
 // the fork's other processes never return to Python): True when the run has a layer, else
@@ -479,7 +479,7 @@ PyObject* Serve(PyObject*, PyObject* args) {
     return nullptr;
   }
   constexpr size_t kFds = 5;
-  constexpr size_t kMostFds = kFds + mcpexec::sandbox::kZygoteMaxJoinFds;
+  constexpr size_t kMostFds = kFds + mcpexec::sandbox::kMaxCgroupJoinFds;
   for (;;) {
     if (PyErr_CheckSignals() != 0) return nullptr;  // a handler's, as the Python loop ran them
     char message[128];

@@ -35,6 +35,44 @@ namespace {
 using ::testing::HasSubstr;
 using nlohmann::json;
 
+// The cgroup paths of `pid`, one line per hierarchy (/proc/PID/cgroup), sorted.
+std::vector<std::string> CgroupsOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// That `run` (a run's process's CgroupsOf) is in a cgroup of the run's own, not `outside`'s, in
+// every hierarchy `backend` controls: on cgroup v1 memory, pids, and cpu and cpuacct (mounted
+// together or apart), on v2 the unified one. With the rlimit backend, in `outside`'s.
+void ExpectOwnCgroups(const std::vector<std::string>& run, const std::vector<std::string>& outside,
+                      limits::Backend backend) {
+  ASSERT_FALSE(outside.empty());
+  if (backend == limits::Backend::kRlimit) {
+    EXPECT_EQ(run, outside);
+    return;
+  }
+  ASSERT_EQ(run.size(), outside.size());
+  const bool v2 = backend == limits::Backend::kCgroup2;
+  size_t own = 0;
+  for (size_t i = 0; i < run.size(); ++i) {
+    const std::string& line = run[i];
+    // "ID:CONTROLLERS:PATH", the controllers separated by commas.
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+    bool controlled = v2 && controllers == ",,";
+    for (const char* name : {",memory,", ",pids,", ",cpu,", ",cpuacct,"}) {
+      controlled = controlled || (!v2 && controllers.find(name) != std::string::npos);
+    }
+    if (!controlled) continue;
+    ++own;
+    EXPECT_NE(line, outside[i]) << "the run's process is in the cgroup it came from";
+  }
+  EXPECT_GE(own, v2 ? 1u : 3u) << "too few controlled hierarchies in /proc/PID/cgroup";
+}
+
 class SandboxLibraryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -73,6 +111,15 @@ TEST_F(SandboxLibraryTest, CreateThenRunLaterAreSeparableSteps) {
   sandbox::Teardown::Shared().Drain();
   EXPECT_EQ(kill(init, 0), -1);
   EXPECT_EQ(errno, ESRCH);
+}
+
+// A cold sandbox's first process is in its run's cgroup before it waits for the go byte: on
+// cgroup v1 it joins by itself (RunCgroup::JoinFds), on v2 clone3 puts it there.
+TEST_F(SandboxLibraryTest, AColdSandboxIsInItsRunsCgroup) {
+  auto box = sandbox::Sandbox::Create(plan_);
+  ASSERT_TRUE(box.ok()) << box.error().message;
+  ExpectOwnCgroups(CgroupsOf(box->InitPid()), CgroupsOf(getpid()),
+                   plan_->LimitsBackend()->Kind());
 }
 
 TEST_F(SandboxLibraryTest, DestroyingAnUnrunSandboxKillsItsInit) {
@@ -385,15 +432,6 @@ TEST_F(ZygoteTest, APreparedProgramHasWrittenAheadWhatARunWrites) {
   }
 }
 
-// The cgroup paths of `pid`, one line per hierarchy (/proc/PID/cgroup), sorted.
-std::vector<std::string> CgroupsOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
-
 // A fork is in its run's cgroup before it makes the run's processes: on cgroup v1 it joins by
 // itself (RunCgroup::JoinFds), elsewhere the supervisor moves it. Its program, prepared, is
 // then in a cgroup of its own, unlike the zygote, with the rlimit backend in the zygote's.
@@ -401,7 +439,6 @@ TEST_F(ZygoteTest, AForksProgramIsInItsRunsCgroup) {
   std::shared_ptr<sandbox::Zygote> zygote = StartZygote({});
   ASSERT_NE(zygote, nullptr);
   const std::vector<std::string> zygotes = CgroupsOf(zygote->InitPid());
-  ASSERT_FALSE(zygotes.empty());
   auto box = zygote->Fork(std::chrono::seconds(30));
   ASSERT_TRUE(box.ok()) << box.error().message;
   const pid_t init = box->InitPid();
@@ -411,28 +448,7 @@ TEST_F(ZygoteTest, AForksProgramIsInItsRunsCgroup) {
   ASSERT_TRUE(children >> program) << "the prepared run has no program";
   const std::vector<std::string> programs = CgroupsOf(program);
   EXPECT_EQ(programs, CgroupsOf(init));
-  if (plan_->LimitsBackend()->Kind() == limits::Backend::kRlimit) {
-    EXPECT_EQ(programs, zygotes);
-    return;
-  }
-  ASSERT_EQ(programs.size(), zygotes.size());
-  const bool v2 = plan_->LimitsBackend()->Kind() == limits::Backend::kCgroup2;
-  size_t own = 0;
-  for (size_t i = 0; i < programs.size(); ++i) {
-    const std::string& line = programs[i];
-    // "ID:CONTROLLERS:PATH", the controllers separated by commas.
-    const size_t first = line.find(':'), second = line.find(':', first + 1);
-    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
-    bool controlled = v2 && controllers == ",,";
-    for (const char* name : {",memory,", ",pids,", ",cpu,", ",cpuacct,"}) {
-      controlled = controlled || (!v2 && controllers.find(name) != std::string::npos);
-    }
-    if (!controlled) continue;
-    ++own;
-    EXPECT_NE(line, zygotes[i]) << "the run's program is in the zygote's cgroup";
-  }
-  // v1: memory, pids, and cpu and cpuacct, mounted together or apart.
-  EXPECT_GE(own, v2 ? 1u : 3u) << "too few controlled hierarchies in /proc/PID/cgroup";
+  ExpectOwnCgroups(programs, zygotes, plan_->LimitsBackend()->Kind());
 }
 
 TEST_F(ZygoteTest, TheZygoteLivesAsLongAsTheSandboxesItForked) {

@@ -34,7 +34,6 @@ class FakeCgroup final : public limits::RunCgroup {
  public:
   FakeCgroup(std::atomic<int>& removed, bool fail) : removed_(removed), fail_(fail) {}
   int CloneIntoFd() const override { return -1; }
-  Result<void> Attach(pid_t) override { return Ok(); }
   Result<void> Move(pid_t) override { return Ok(); }
   Result<void> ExcludeCurrentUsage() override { return Ok(); }
   limits::Usage Read() const override { return {}; }

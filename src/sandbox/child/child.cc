@@ -127,14 +127,20 @@ void WaitStart() noexcept {
 }  // namespace
 
 void RunSandboxInit(const PlanView& plan, const ChildFdSources& fds) noexcept {
+  // Into the run's cgroup first, so that all it uses is the run's. cgroup v1 only: on v2,
+  // clone3 put it there (CLONE_INTO_CGROUP).
+  const int join_errno = child::JoinCgroup(fds.join, fds.join_count);
   child::HideSupervisorArgs(plan);
   child::SetupFds(fds.fds);
   child::ResetSignals();
   // The modes of the workspace and its files are the sandbox's, not the caller's umask's.
   umask(022);
   WaitForParent();
-  // The parent has put this process in its cgroups before the go byte: they become the root
-  // of what the sandbox can see of cgroups.
+  if (join_errno != 0) {
+    errno = join_errno;
+    Fail(ChildStep::kJoinCgroup);
+  }
+  // Its cgroups become the root of what the sandbox can see of cgroups.
   if (unshare(CLONE_NEWCGROUP) != 0) Fail(ChildStep::kCgroupNamespace);
   // Ids first: files the set-up creates (the /dev nodes' mount points) must belong to a mapped
   // uid, and leaving a host uid that is not the namespace's root keeps the capabilities.

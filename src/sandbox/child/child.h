@@ -8,9 +8,12 @@
 namespace mcpexec::sandbox {
 
 // Descriptors the parent created for this child, in the parent's numbering. The child moves
-// them to the fixed ChildFd numbers and closes everything else.
+// them to the fixed ChildFd numbers and closes everything else. On cgroup v1 it first joins the
+// run's cgroup through `join` (child::JoinCgroup), its `tasks` file in each hierarchy.
 struct ChildFdSources {
   int fds[kChildFdCount];
+  int join[kMaxCgroupJoinFds];
+  size_t join_count;
 };
 
 // Entry point of the sandbox's PID 1, called in the clone child. Sets up the sandbox, reports

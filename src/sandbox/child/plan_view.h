@@ -61,6 +61,10 @@ enum ChildFd : int {
   kFdZygoteInit = 7,
 };
 
+// At most this many descriptors a sandbox's first process writes "0" to, to join the run's
+// cgroup (one for each cgroup v1 hierarchy: RunCgroup::JoinFds).
+inline constexpr size_t kMaxCgroupJoinFds = 4;
+
 struct PlanView {
   const MountOpView* mount_ops;
   size_t mount_op_count;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -181,6 +183,16 @@ void SetupFds(const int (&sources)[kChildFdCount]) noexcept {
 }
 
 // The parent's signal mask and ignored signals survive both clone and execve.
+int JoinCgroup(const int* join, size_t count) noexcept {
+  for (size_t i = 0; i < count; ++i) {
+    struct statfs fs{};
+    if (fstatfs(join[i], &fs) != 0) return errno;
+    if (fs.f_type != CGROUP_SUPER_MAGIC) return EBADF;  // not a cgroup's file: it moves nothing
+    if (write(join[i], "0", 1) != 1) return errno;
+  }
+  return 0;
+}
+
 void ResetSignals() noexcept {
   sigset_t empty;
   sigemptyset(&empty);

@@ -23,6 +23,11 @@ void HideSupervisorArgs(const PlanView& plan) noexcept;
 // Moves each source to its ChildFd number (a source of -1: that number is closed) and closes
 // every other descriptor. 0-2 stay inheritable, the rest are close-on-exec.
 void SetupFds(const int (&sources)[kChildFdCount]) noexcept;
+// Writes "0" to each of the `count` descriptors at `join`, cgroup v1 `tasks` files, after
+// checking that each is a cgroup file: moves this thread into the run's cgroup. The process must
+// be single-threaded. Returns 0, or the errno of the first that failed (EBADF: not a cgroup
+// file), for the caller to report as kJoinCgroup once its report descriptor is in place.
+int JoinCgroup(const int* join, size_t count) noexcept;
 // Empties the signal mask and sets every disposition to the default.
 void ResetSignals() noexcept;
 // Sends `message` with `pidfd` on the socket `fd`.

@@ -1,7 +1,6 @@
 #include "sandbox/child/zygote_run.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <sched.h>
@@ -9,7 +8,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/rseq.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -249,17 +247,7 @@ void EnterZygoteRun(const ZygoteRunView& run, const int (&fds)[5], const int* jo
                     void (*after_fork_in_program)()) noexcept {
   // Into the run's cgroup before anything else, so that all it uses is the run's; a failure is
   // reported once the report socket is in place.
-  int join_errno = 0;
-  for (size_t i = 0; i < join_count && join_errno == 0; ++i) {
-    struct statfs fs{};
-    if (fstatfs(join[i], &fs) != 0) {
-      join_errno = errno;
-    } else if (fs.f_type != CGROUP_SUPER_MAGIC) {
-      join_errno = EBADF;  // a descriptor that is not a cgroup file moves nothing
-    } else if (write(join[i], "0", 1) != 1) {
-      join_errno = errno;
-    }
-  }
+  const int join_errno = child::JoinCgroup(join, join_count);
   // The descriptors first, so that a failure is reported on the run's report socket.
   const int sources[kChildFdCount] = {fds[0], fds[1], fds[2], fds[3], kFdZygoteInit, fds[4]};
   child::SetupFds(sources);

@@ -51,14 +51,10 @@ struct ZygoteRunBlob {
 // well-formed blob.
 ZygoteRunView* RelocateZygoteRun(void* blob, size_t size) noexcept;
 
-// At most this many descriptors a fork writes "0" to, to join the run's cgroup (one for each
-// cgroup v1 hierarchy: RunCgroup::JoinFds).
-inline constexpr size_t kZygoteMaxJoinFds = 4;
-
 // In a process the zygote has just forked (the extension's serve, zygote_extension.cc), with
 // the run's stdin, stdout, stderr, report and start descriptors (at any numbers), the
 // descriptors it joins the run's cgroup through (`join_count` of them, at most
-// kZygoteMaxJoinFds, maybe none), and the name of the run's package layer (nullptr: none;
+// kMaxCgroupJoinFds, maybe none), and the name of the run's package layer (nullptr: none;
 // anything but kZygoteLayerNameLen hex digits, or a layer in a zygote without layers, fails the
 // run's set-up with EINVAL): writes "0" to each `join` descriptor (which moves its one thread
 // in), puts the run's descriptors at 0, 1, 2, 3 and 5, the init's executable (kFdZygoteInit) at
