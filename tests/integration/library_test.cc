@@ -234,6 +234,24 @@ class ZygoteTest : public WarmSandboxTest {
     EXPECT_TRUE(zygote.ok()) << zygote.error().message;
     return zygote.ok() ? *zygote : nullptr;
   }
+  // A zygote engine that preloads decimal and keeps `size` to `max_size` ready.
+  std::unique_ptr<engine::Engine> StartZygoteEngine(size_t size, size_t max_size,
+                                                    std::chrono::seconds peak_window) {
+    sandbox::SandboxSpec spec = plan_->Spec();
+    spec.warm = true;
+    spec.zygote = true;
+    spec.preload = {"decimal"};
+    auto zygote_plan = sandbox::Compile(spec, plan_->LimitsBackend());
+    EXPECT_TRUE(zygote_plan.ok()) << zygote_plan.error().message;
+    if (!zygote_plan.ok()) return nullptr;
+    engine::PoolOptions options;
+    options.size = size;
+    options.max_size = max_size;
+    options.peak_window = peak_window;
+    auto engine = engine::MakeZygoteEngine(plan_, *zygote_plan, options);
+    EXPECT_TRUE(engine.ok()) << engine.error().message;
+    return engine.ok() ? std::move(*engine) : nullptr;
+  }
 };
 
 // What must differ between two runs forked from one zygote (the zygote seeded its generators
@@ -528,23 +546,13 @@ TEST_F(ZygoteTest, AnEngineWhoseZygoteDiedRunsColdThenForksFromANewOne) {
 // three ready, and once the window has passed since they ended, one again: the two above the
 // target are destroyed, not kept.
 TEST_F(ZygoteTest, AnEngineKeepsReadyWhatABurstRanThenFallsBack) {
-  sandbox::SandboxSpec spec = plan_->Spec();
-  spec.warm = true;
-  spec.zygote = true;
-  spec.preload = {"decimal"};
-  auto zygote_plan = sandbox::Compile(spec, plan_->LimitsBackend());
-  ASSERT_TRUE(zygote_plan.ok()) << zygote_plan.error().message;
-  engine::PoolOptions options;
-  options.size = 1;
-  options.max_size = 3;
-  options.peak_window = std::chrono::seconds(3);
-  auto engine = engine::MakeZygoteEngine(plan_, *zygote_plan, options);
-  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  std::unique_ptr<engine::Engine> engine = StartZygoteEngine(1, 3, std::chrono::seconds(3));
+  ASSERT_NE(engine, nullptr);
   auto state_becomes = [&](size_t target, size_t ready) {
     engine::EngineState state;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     do {
-      state = (*engine)->State();
+      state = engine->State();
       if (state.target == target && state.ready == ready) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } while (std::chrono::steady_clock::now() < deadline);
@@ -556,16 +564,54 @@ TEST_F(ZygoteTest, AnEngineKeepsReadyWhatABurstRanThenFallsBack) {
   std::vector<std::thread> runs;
   for (int i = 0; i < 3; ++i) {
     runs.emplace_back([&] {
-      auto r = (*engine)->Run(sandbox::Program{"import time; time.sleep(0.5)", ""},
+      auto r = engine->Run(sandbox::Program{"import time; time.sleep(0.5)", ""},
                               sandbox::RunLimits{}, {});
       EXPECT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->stderr_data : r.error().message);
     });
   }
   for (std::thread& t : runs) t.join();
   ASSERT_TRUE(state_becomes(3, 3));
-  const size_t held = (*engine)->HeldInits().size();
+  const size_t held = engine->HeldInits().size();
   EXPECT_TRUE(state_becomes(1, 1)) << "the burst's window passed";
-  EXPECT_EQ((*engine)->HeldInits().size(), held - 2) << "the two above the target are gone";
+  EXPECT_EQ(engine->HeldInits().size(), held - 2) << "the two above the target are gone";
+}
+
+// Runs that find none ready (docs/engine.md#fork-ahead) each fork one from the zygote: none
+// runs cold, none waits for another, and the engine then holds its target, no more.
+TEST_F(ZygoteTest, RunsThatFindNoneReadyForkTheirOwnAndLeaveNoneExtra) {
+  std::unique_ptr<engine::Engine> engine = StartZygoteEngine(1, 1, std::chrono::seconds(1));
+  ASSERT_NE(engine, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<std::thread> runs;
+    for (int i = 0; i < 4; ++i) {
+      runs.emplace_back([&] {
+        auto r = engine->Run(sandbox::Program{"import sys\nprint('decimal' in sys.modules)", ""},
+                                sandbox::RunLimits{}, {});
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        EXPECT_EQ(r->stdout_data, "True\n") << "a run found none ready and ran cold";
+      });
+    }
+    for (std::thread& t : runs) t.join();
+  }
+  // So does a session's sandbox.
+  std::vector<std::thread> sessions;
+  for (int i = 0; i < 3; ++i) {
+    sessions.emplace_back([&] {
+      auto box = engine->TakeWarm();
+      ASSERT_TRUE(box.ok()) << box.error().message;
+      EXPECT_TRUE(box->Waiting());
+    });
+  }
+  for (std::thread& t : sessions) t.join();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  engine::EngineState state = engine->State();
+  while (state.ready != 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    state = engine->State();
+  }
+  EXPECT_EQ(state.ready, 1u) << "the forks no run took are held beyond the target";
+  EXPECT_EQ(engine->HeldInits().size(), 2u) << "the zygote's init and one sandbox's";
 }
 
 // The string hash seed is fixed when an interpreter starts: the runs of one zygote share it, and
