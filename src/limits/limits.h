@@ -65,7 +65,8 @@ class RunCgroup {
   // (cgroup v1's `tasks` files, one a hierarchy): a cold sandbox's first process, and a
   // zygote's fork in place of Move. A thread that moves itself skips the kernel's lock on every
   // process's membership (Linux 6.4), whose writer waits for an RCU grace period (9 ms median,
-  // 23 at p90, on this 2-core machine). Empty: Move it (cgroup v2).
+  // 23 at p90, on this 2-core machine). Empty on cgroup v2: a cold sandbox is cloned into its
+  // cgroup (CloneIntoFd), a zygote's fork is moved (Move).
   virtual Result<std::vector<UniqueFd>> JoinFds() { return std::vector<UniqueFd>{}; }
   // A warm start: raises the memory limit by what the run holds now, and the pids limit by its
   // tasks past init and the interpreter, so that the preloads the interpreter imported do not

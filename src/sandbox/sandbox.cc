@@ -113,7 +113,11 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
   // cgroup v1: the child moves itself in (RunCgroup::JoinFds says why).
   std::vector<UniqueFd> join;
   if (cgroup && cgroup->CloneIntoFd() < 0) {
-    MCPEXEC_ASSIGN_OR_RETURN(join, cgroup->JoinFds());
+    auto opened = cgroup->JoinFds();
+    if (!opened.ok()) {
+      return std::move(opened).error().WithContext("put the sandbox in its cgroup");
+    }
+    join = std::move(*opened);
     if (join.empty() || join.size() > kMaxCgroupJoinFds) {
       return MakeError(ErrorCode::kInternal,
                        "a run cgroup with neither a directory to clone into nor 1 to " +
@@ -124,7 +128,9 @@ Result<Sandbox> Sandbox::Create(std::shared_ptr<const LaunchPlan> plan,
 
   int pidfd = -1;
   clone_args args{};
-  args.flags = kNamespaceFlags | CLONE_PIDFD;
+  // CLONE_CLEAR_SIGHAND: the supervisor's handlers never run in the child, even before its
+  // ResetSignals (a v1 join may wait before it).
+  args.flags = kNamespaceFlags | CLONE_PIDFD | CLONE_CLEAR_SIGHAND;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   if (cgroup && cgroup->CloneIntoFd() >= 0) {

@@ -50,7 +50,7 @@ const char* FixedStepName(ChildStep step) {
     case ChildStep::kStartInit: return "execute a zygote run's init (mcp-exec-init)";
     case ChildStep::kWaitInit: return "wait for a zygote run's init to lock itself down";
     case ChildStep::kJoinCgroup:
-      return "join the run's cgroup (a zygote's fork writing 0 to its tasks files)";
+      return "join the run's cgroup (writing 0 to its cgroup v1 tasks files)";
   }
   return "an unknown step";
 }

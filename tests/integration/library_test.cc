@@ -113,8 +113,8 @@ TEST_F(SandboxLibraryTest, CreateThenRunLaterAreSeparableSteps) {
   EXPECT_EQ(errno, ESRCH);
 }
 
-// A cold sandbox's first process is in its run's cgroup before it waits for the go byte: on
-// cgroup v1 it joins by itself (RunCgroup::JoinFds), on v2 clone3 puts it there.
+// A cold sandbox's init is in its run's cgroup once it is ready: on cgroup v1 it joined by
+// itself (RunCgroup::JoinFds), on v2 clone3 put it there.
 TEST_F(SandboxLibraryTest, AColdSandboxIsInItsRunsCgroup) {
   auto box = sandbox::Sandbox::Create(plan_);
   ASSERT_TRUE(box.ok()) << box.error().message;

@@ -147,6 +147,7 @@ enum class ChildStep : uint32_t {
   kDumpable,
   kStartInit,
   kWaitInit,
+  // A cold init on cgroup v1, and a zygote's fork there.
   kJoinCgroup,
 };
 

@@ -182,17 +182,17 @@ void SetupFds(const int (&sources)[kChildFdCount]) noexcept {
   if (close_range(kChildFdCount, ~0U, 0) != 0) Fail(ChildStep::kSetupFds);
 }
 
-// The parent's signal mask and ignored signals survive both clone and execve.
 int JoinCgroup(const int* join, size_t count) noexcept {
   for (size_t i = 0; i < count; ++i) {
     struct statfs fs{};
     if (fstatfs(join[i], &fs) != 0) return errno;
     if (fs.f_type != CGROUP_SUPER_MAGIC) return EBADF;  // not a cgroup's file: it moves nothing
-    if (write(join[i], "0", 1) != 1) return errno;
+    if (write(join[i], "0", 1) != 1) return errno != 0 ? errno : EIO;
   }
   return 0;
 }
 
+// The parent's signal mask and ignored signals survive both clone and execve.
 void ResetSignals() noexcept {
   sigset_t empty;
   sigemptyset(&empty);
