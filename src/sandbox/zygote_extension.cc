@@ -465,11 +465,12 @@ void CloseAll(const int* fds, size_t count) {
 // closed, and so are a failed fork's. Returns only in a run's program process (EnterZygoteRun:
 // the fork's other processes never return to Python): True when the run has a layer, else
 // None. The end of `ctl` (the zygote retired, or its supervisor gone) ends the zygote once the
-// runs it forked have ended. The fork is glibc's (its atfork handlers, malloc's and OpenBLAS's, run as for
-// os.fork) between the interpreter's before-fork and parent work; the child's half of that is
-// left to the program (zygote_run.h says why). In C and not Python so that, between forks, the
-// zygote writes to as little as it can of the memory its forks share: each page it writes there
-// is copied, and split out of its 2 MiB mapping for every later fork (collapse_memory).
+// runs it forked have ended. The fork is glibc's (its atfork handlers, malloc's and OpenBLAS's,
+// run as for os.fork) between the interpreter's before-fork and parent work; the child's half of
+// that is left to the program (zygote_run.h says why). In C and not Python so that, between
+// forks, the zygote writes to as little as it can of the memory its forks share: each page it
+// writes there is copied, and split out of its 2 MiB mapping for every later fork
+// (collapse_memory).
 PyObject* Serve(PyObject*, PyObject* args) {
   int ctl;
   int zygote;

@@ -118,8 +118,7 @@ TEST_F(SandboxLibraryTest, CreateThenRunLaterAreSeparableSteps) {
 TEST_F(SandboxLibraryTest, AColdSandboxIsInItsRunsCgroup) {
   auto box = sandbox::Sandbox::Create(plan_);
   ASSERT_TRUE(box.ok()) << box.error().message;
-  ExpectOwnCgroups(CgroupsOf(box->InitPid()), CgroupsOf(getpid()),
-                   plan_->LimitsBackend()->Kind());
+  ExpectOwnCgroups(CgroupsOf(box->InitPid()), CgroupsOf(getpid()), plan_->LimitsBackend()->Kind());
 }
 
 TEST_F(SandboxLibraryTest, DestroyingAnUnrunSandboxKillsItsInit) {
@@ -565,7 +564,7 @@ TEST_F(ZygoteTest, AnEngineKeepsReadyWhatABurstRanThenFallsBack) {
   for (int i = 0; i < 3; ++i) {
     runs.emplace_back([&] {
       auto r = engine->Run(sandbox::Program{"import time; time.sleep(0.5)", ""},
-                              sandbox::RunLimits{}, {});
+                           sandbox::RunLimits{}, {});
       EXPECT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->stderr_data : r.error().message);
     });
   }
@@ -587,7 +586,7 @@ TEST_F(ZygoteTest, RunsThatFindNoneReadyForkTheirOwnAndLeaveNoneExtra) {
     for (int i = 0; i < 4; ++i) {
       runs.emplace_back([&] {
         auto r = engine->Run(sandbox::Program{"import sys\nprint('decimal' in sys.modules)", ""},
-                                sandbox::RunLimits{}, {});
+                             sandbox::RunLimits{}, {});
         ASSERT_TRUE(r.ok()) << r.error().message;
         EXPECT_EQ(r->stdout_data, "True\n") << "a run found none ready and ran cold";
       });
