@@ -321,6 +321,21 @@ def _zygote(ctl, runs, packages):
     # signal between the loop's last look and its blocking recvmsg would leave unrun. (The run's
     # processes do not inherit it, EnterZygoteRun.)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    # numpy's global generator, seeded once here as each run reseeds it, and handed to the
+    # extension, so that each run's program rewrites its key in place (reseed_numpy) instead of
+    # running numpy's seeding, which writes about 170 of the pages it shares with the zygote.
+    # Best effort: a numpy this does not fit leaves each run to call numpy.random.seed().
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        try:
+            numpy.random.seed()
+            generator = numpy.random.mtrand._rand
+            if type(generator._bit_generator).__name__ == "MT19937":
+                runs.take_numpy_state(generator._bit_generator.capsule, generator.get_state())
+        except Exception:
+            pass
+        finally:
+            numpy = generator = None
     # A run of print(1) in a fork, once: the pages it writes, each run's program writes before
     # its request comes, off the request's path. True in that fork (the trial), which goes on
     # as a run's program does, its descriptors on /dev/null and its _exit the trial's end.
@@ -346,9 +361,9 @@ def _zygote(ctl, runs, packages):
         # when it started) is dropped.
         sys.path_importer_cache.pop(packages, None)
         # Each run's random state is its own: what the zygote seeded is reseeded (random's
-        # own generator is, by the interpreter's fork hooks).
+        # own generator is, by the interpreter's fork hooks; numpy's in place when it can be).
         numpy = sys.modules.get("numpy")
-        if numpy is not None:
+        if numpy is not None and not runs.reseed_numpy():
             numpy.random.seed()
         tempfile = sys.modules.get("tempfile")
         if tempfile is not None:

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -447,6 +448,73 @@ void TakeLearnedWrites() {
   }
 }
 
+// numpy's global generator (the one numpy.random's functions draw from), reseeded in place. Its
+// seeding in Python (numpy.random.seed()) writes about 170 of the zygote's pages and takes
+// 0.7 ms in each run's program; what it leaves is a key of 624 words, the first 0x80000000 and
+// the others random, with no seed sequence kept and no normal deviate cached. The zygote seeds
+// it once that way and hands over where the key lies (take_numpy_state), and each program
+// writes 623 words from getrandom there and sets the position a new generator has, 623, so
+// that its first number is a word of the new key (reseed_numpy). The layout is numpy's MT19937
+// state behind its bit generator's capsule; it is checked against what get_state() says
+// before it is used, and one that differs leaves each run to call numpy.random.seed().
+struct Mt19937State {  // numpy/random/src/mt19937/mt19937.h
+  uint32_t key[624];
+  int pos;
+};
+constexpr int kMt19937NewPos = 623;  // numpy's MT19937.__init__
+Mt19937State* numpy_state = nullptr;
+
+// take_numpy_state(capsule, state): `capsule` is the MT19937 bit generator's, `state` what
+// get_state() returns for it, ('MT19937', key, pos, has_gauss, cached_gaussian). True when the
+// state behind the capsule is that one, with no deviate cached: runs then reseed it in place.
+PyObject* TakeNumpyState(PyObject*, PyObject* args) {
+  PyObject* capsule;
+  PyObject* state;
+  if (!PyArg_ParseTuple(args, "OO", &capsule, &state)) return nullptr;
+  // numpy/random/bitgen.h: a bitgen_t starts with the pointer to its state.
+  auto* const bitgen = static_cast<Mt19937State**>(PyCapsule_GetPointer(capsule, "BitGenerator"));
+  const char* name;
+  PyObject* key;
+  int pos, has_gauss;
+  double gauss;
+  if (bitgen == nullptr || *bitgen == nullptr ||
+      !PyArg_ParseTuple(state, "sOiid", &name, &key, &pos, &has_gauss, &gauss)) {
+    PyErr_Clear();
+    Py_RETURN_FALSE;
+  }
+  Py_buffer view;
+  if (PyObject_GetBuffer(key, &view, PyBUF_CONTIG_RO) != 0) {
+    PyErr_Clear();
+    Py_RETURN_FALSE;
+  }
+  const Mt19937State* const mt = *bitgen;
+  const bool same = strcmp(name, "MT19937") == 0 && view.len == sizeof mt->key &&
+                    memcmp(view.buf, mt->key, sizeof mt->key) == 0 && mt->pos == pos &&
+                    has_gauss == 0;
+  PyBuffer_Release(&view);
+  if (!same) Py_RETURN_FALSE;
+  numpy_state = *bitgen;
+  Py_RETURN_TRUE;
+}
+
+// reseed_numpy(): in a run's program, numpy's generator seeded afresh as numpy.random.seed()
+// seeds it, from getrandom. False when there is nothing to reseed in place, or no randomness
+// came: the caller then seeds it with numpy.random.seed(), which writes the whole key again.
+PyObject* ReseedNumpy(PyObject*, PyObject*) {
+  if (numpy_state == nullptr) Py_RETURN_FALSE;
+  auto* const into = reinterpret_cast<unsigned char*>(numpy_state->key + 1);
+  const size_t want = sizeof numpy_state->key - sizeof numpy_state->key[0];
+  for (size_t got = 0; got < want;) {
+    const ssize_t n = getrandom(into + got, want - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) Py_RETURN_FALSE;
+    got += static_cast<size_t>(n);
+  }
+  numpy_state->key[0] = 0x80000000u;  // as numpy's seeding: the state is never all zeros
+  numpy_state->pos = kMt19937NewPos;
+  Py_RETURN_TRUE;
+}
+
 // The program's half of the fork (zygote_run.h), then the learned writes: before its limits and
 // its seccomp filter, which a custom profile may make deny madvise.
 void AfterForkInProgram() {
@@ -556,6 +624,10 @@ PyMethodDef methods[] = {
     {"begin_trial_run", BeginTrialRun, METH_NOARGS,
      "begin_trial_run(): in the trial, where a run's request would come"},
     {"end_trial", EndTrial, METH_O, "end_trial(status): the trial's end"},
+    {"take_numpy_state", TakeNumpyState, METH_VARARGS,
+     "take_numpy_state(capsule, state): numpy's generator, for runs to reseed in place"},
+    {"reseed_numpy", ReseedNumpy, METH_NOARGS,
+     "reseed_numpy(): numpy's generator seeded afresh in place; False when not done"},
     {"serve", Serve, METH_VARARGS,
      "serve(ctl, zygote_pid): fork a run per message; returns in a run's program process only"},
     {nullptr, nullptr, 0, nullptr},

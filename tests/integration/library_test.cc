@@ -449,6 +449,98 @@ TEST_F(ZygoteTest, APreparedProgramHasWrittenAheadWhatARunWrites) {
   }
 }
 
+// numpy's global generator as two prepared programs of `zygote` find it, and how many pages
+// numpy.random.seed() copies in a third: about 185 the first time it runs in a fork, 10-13 when
+// it has run there before.
+struct NumpyStates {
+  std::vector<json> states;
+  long seeding_faults = -1;
+};
+NumpyStates NumpyStatesOfForks(sandbox::Zygote& zygote) {
+  constexpr const char* kState = R"py(
+import json, numpy
+name, key, pos, has_gauss, gauss = numpy.random.get_state()
+print(json.dumps({"name": name, "key": [int(word) for word in key], "pos": pos,
+                  "has_gauss": has_gauss, "gauss": gauss,
+                  "seed_seq": repr(numpy.random.mtrand._rand._bit_generator._seed_seq)}))
+)py";
+  constexpr const char* kSeeding = R"py(
+import resource, numpy
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+numpy.random.seed()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+)py";
+  NumpyStates found;
+  for (const char* code : {kState, kState, kSeeding}) {
+    auto box = zygote.Fork(std::chrono::seconds(30));
+    EXPECT_TRUE(box.ok()) << box.error().message;
+    if (!box.ok()) return found;
+    auto result = box->Run(sandbox::Program{code, ""}, sandbox::RunLimits{});
+    EXPECT_TRUE(result.ok()) << result.error().message;
+    if (!result.ok()) return found;
+    EXPECT_EQ(result->exit_code, 0) << result->stderr_data;
+    if (code == kSeeding) {
+      found.seeding_faults = std::stol(result->stdout_data);
+    } else {
+      found.states.push_back(json::parse(result->stdout_data));
+    }
+  }
+  return found;
+}
+
+// What numpy.random.seed() leaves, fresh in each fork: every word of the key but the first
+// (0x80000000, so that the state is never all zeros) differs between the two.
+void ExpectFreshlySeeded(const std::vector<json>& states) {
+  ASSERT_EQ(states.size(), 2u);
+  for (const json& state : states) {
+    EXPECT_EQ(state["name"], "MT19937");
+    ASSERT_EQ(state["key"].size(), 624u);
+    EXPECT_EQ(state["key"][0], 0x80000000u);
+    EXPECT_EQ(state["pos"], 623);
+    EXPECT_EQ(state["has_gauss"], 0);
+    EXPECT_EQ(state["gauss"], 0.0);
+    EXPECT_EQ(state["seed_seq"], "None");
+  }
+  size_t shared = 0;
+  for (size_t i = 1; i < 624; ++i) shared += states[0]["key"][i] == states[1]["key"][i];
+  EXPECT_EQ(shared, 0u) << "words of numpy's key the same in two forks";
+}
+
+// Each prepared program reseeds numpy's generator in place (take_numpy_state, reseed_numpy),
+// without running numpy's seeding.
+TEST_F(ZygoteTest, APreparedProgramsNumpyGeneratorIsReseededInPlace) {
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"numpy"});
+  ASSERT_NE(zygote, nullptr);
+  const NumpyStates found = NumpyStatesOfForks(*zygote);
+  ExpectFreshlySeeded(found.states);
+  EXPECT_GT(found.seeding_faults, 60) << "numpy.random.seed() had run in the prepared program";
+}
+
+// A filter that denies getrandom leaves nothing written in place: the program seeds numpy's
+// generator with numpy.random.seed() (which reads /dev/urandom), as fresh.
+TEST_F(ZygoteTest, WithoutGetrandomAPreparedProgramSeedsNumpyItself) {
+  char path[] = "/tmp/mcp-exec-no-getrandom-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+      {"names": ["getrandom"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}]})";
+  sandbox::SandboxSpec spec = plan_->Spec();
+  spec.warm = true;
+  spec.zygote = true;
+  spec.preload = {"numpy"};
+  spec.seccomp_profile = path;
+  auto plan = sandbox::Compile(spec, plan_->LimitsBackend());
+  unlink(path);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  auto zygote = sandbox::Zygote::Start(*plan, std::chrono::seconds(30));
+  ASSERT_TRUE(zygote.ok()) << zygote.error().message;
+  const NumpyStates found = NumpyStatesOfForks(**zygote);
+  ExpectFreshlySeeded(found.states);
+  EXPECT_GE(found.seeding_faults, 0);
+  EXPECT_LT(found.seeding_faults, 60) << "numpy.random.seed() had not run in the program";
+}
+
 // A fork is in its run's cgroup before it makes the run's processes: on cgroup v1 it joins by
 // itself (RunCgroup::JoinFds), elsewhere the supervisor moves it. Its program, prepared, is
 // then in a cgroup of its own, unlike the zygote, with the rlimit backend in the zygote's.
