@@ -323,7 +323,7 @@ def _zygote(ctl, runs, packages):
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     # numpy's global generator, seeded once here as each run reseeds it, and handed to the
     # extension, so that each run's program rewrites its key in place (reseed_numpy) instead of
-    # running numpy's seeding, which writes about 170 of the pages it shares with the zygote.
+    # running numpy's seeding, which writes about 180 of the pages it shares with the zygote.
     # Best effort: a numpy this does not fit leaves each run to call numpy.random.seed().
     numpy = sys.modules.get("numpy")
     if numpy is not None:

@@ -449,7 +449,7 @@ void TakeLearnedWrites() {
 }
 
 // numpy's global generator (the one numpy.random's functions draw from), reseeded in place. Its
-// seeding in Python (numpy.random.seed()) writes about 170 of the zygote's pages and takes
+// seeding in Python (numpy.random.seed()) writes about 180 of the zygote's pages and takes
 // 0.7 ms in each run's program; what it leaves is a key of 624 words, the first 0x80000000 and
 // the others random, with no seed sequence kept and no normal deviate cached. The zygote seeds
 // it once that way and hands over where the key lies (take_numpy_state), and each program
