@@ -934,6 +934,11 @@ TEST_F(McpTasksTest, AnEndedTasksStatusIsNotifiedBeforeItsResult) {
   ASSERT_TRUE(job_->WaitStarted(2));
   job_->Release();
   AwaitEnd(*session, second);
+  // The status goes out once the task's end is visible to tasks/get (TaskStore::Announce, after
+  // the store's lock): it may come just after.
+  for (int i = 0; i < 500 && status_of(connection).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   seen = status_of(connection);
   ASSERT_EQ(seen.size(), 1u) << json(connection->Messages());
   EXPECT_EQ(seen[0]["taskId"], second);
