@@ -2,7 +2,6 @@
 // (Session::Call); both end in Finish (run_result.h).
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -18,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/sigpipe_block.h"
 #include "base/sys.h"
 #include "sandbox/call_channel.h"
 #include "sandbox/output.h"
@@ -37,32 +37,6 @@ using Clock = std::chrono::steady_clock;
 // After the sandbox's init is gone every process of the run is gone (its exit tears down the
 // PID namespace), so the pipes reach EOF at once; this only bounds a pathological drain.
 constexpr auto kDrainLimit = std::chrono::seconds(2);
-
-// Writes to a pipe whose reader died raise SIGPIPE, which would kill the whole server. Block it
-// in this thread while the run lasts and consume what our own writes raised.
-class ScopedSigpipeBlock {
- public:
-  ScopedSigpipeBlock() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~ScopedSigpipeBlock() {
-    if (!sigismember(&old_, SIGPIPE)) {
-      sigset_t pending;
-      timespec zero{};
-      if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-        sigtimedwait(&pipe_, nullptr, &zero);
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
-  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
-
- private:
-  sigset_t pipe_, old_;
-};
 
 // Data still to be written to the sandbox; the fd closes once it is all written or the reader
 // is gone, which the program sees as EOF.

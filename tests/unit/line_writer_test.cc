@@ -96,10 +96,39 @@ TEST(LineWriterTest, AClientThatDoesNotReadNeverBlocksANotification) {
   }
 }
 
+// A response that finds nothing queued is on the descriptor when Send returns: its sender wrote
+// it, with no hand-off to the writer's thread on the call's path. Twenty in a row, so that a
+// thread that merely won the race each time is not taken for it.
+TEST(LineWriterTest, AResponseWithNothingQueuedIsWrittenBySend) {
+  Pipe p;
+  LineWriter writer(p.write_end.Get(), 1 << 20);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(writer.Send(jsonrpc::MakeResult(i, {{"ok", true}}), true));
+    pollfd pfd{p.read_end.Get(), POLLIN, 0};
+    ASSERT_EQ(poll(&pfd, 1, 0), 1) << "response " << i << " was not written yet";
+    char buf[4096];
+    const ssize_t n = read(p.read_end.Get(), buf, sizeof buf);
+    ASSERT_GT(n, 0);
+    const std::string line(buf, static_cast<size_t>(n));
+    ASSERT_EQ(line.back(), '\n');
+    EXPECT_EQ(json::parse(line)["id"], i);
+  }
+  // A long one goes through the thread as before, and arrives whole.
+  const json big = jsonrpc::MakeResult(99, {{"text", std::string(100000, 'y')}});
+  auto reading = std::async(std::launch::async, [&] { return p.ReadAllLines(); });
+  ASSERT_TRUE(writer.Send(big, true));
+  writer.Finish();
+  p.write_end.Reset();
+  const std::vector<json> lines = reading.get();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], big);
+}
+
 TEST(LineWriterTest, AClosedClientEndsTheWritesWithoutASignal) {
   Pipe p;
   LineWriter writer(p.write_end.Get(), 1 << 20);
   p.read_end.Reset();  // EPIPE, and SIGPIPE, which the writer's thread blocks
+  writer.Send(jsonrpc::MakeResult(0, json::object()), true);  // not written by this thread
   writer.Send(Note(1), false);
   writer.Send(jsonrpc::MakeResult(1, json::object()), true);
   writer.Finish();

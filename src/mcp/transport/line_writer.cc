@@ -1,27 +1,45 @@
 #include "mcp/transport/line_writer.h"
 
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "base/sigpipe_block.h"
 #include "jsonrpc/message.h"
 #include "log/log.h"
 
 namespace mcpexec::mcp {
 
+namespace {
+
+bool NeverBlocksWhenWritable(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 &&
+         (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode));
+}
+
+}  // namespace
+
 LineWriter::LineWriter(int fd, size_t max_pending_bytes)
-    : fd_(fd), max_pending_bytes_(max_pending_bytes), thread_([this] { Run(); }) {}
+    : fd_(fd),
+      direct_(NeverBlocksWhenWritable(fd)),
+      max_pending_bytes_(max_pending_bytes),
+      thread_([this] { Run(); }) {}
 
 LineWriter::~LineWriter() { Finish(); }
 
 bool LineWriter::Send(const nlohmann::json& message, bool final) {
   std::string line = jsonrpc::Serialize(message);
   line.push_back('\n');
+  const bool response = final || jsonrpc::IsResponse(message);
   std::unique_lock lock(mu_);
-  if (final || jsonrpc::IsResponse(message)) {
+  if (response) {
     // An empty queue always takes one, however large.
-    changed_.wait(lock, [&] {
+    room_.wait(lock, [&] {
       return broken_ || finishing_ || pending_bytes_ == 0 ||
              pending_bytes_ + line.size() <= max_pending_bytes_;
     });
@@ -30,16 +48,55 @@ bool LineWriter::Send(const nlohmann::json& message, bool final) {
   }
   if (broken_ || finishing_) return false;
   pending_bytes_ += line.size();
+  if (response && CanWriteNow(line)) {
+    const ScopedSigpipeBlock no_sigpipe;  // the client may close its end at any moment
+    return WriteLocked(lock, line);
+  }
   queue_.push_back(std::move(line));
-  changed_.notify_all();
+  work_.notify_one();
   return true;
+}
+
+bool LineWriter::CanWriteNow(const std::string& line) const {
+  if (!direct_ || writing_ || !queue_.empty() || line.size() > PIPE_BUF) return false;
+  pollfd pfd{fd_, POLLOUT, 0};
+  return poll(&pfd, 1, 0) == 1 && pfd.revents == POLLOUT;
+}
+
+bool LineWriter::WriteLocked(std::unique_lock<std::mutex>& lock, const std::string& line) {
+  writing_ = true;
+  lock.unlock();
+  bool ok = true;
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  lock.lock();
+  writing_ = false;
+  pending_bytes_ -= line.size();
+  if (!ok && !broken_) {
+    broken_ = true;  // the client closed its end; the read loop will see EOF
+    queue_.clear();
+    pending_bytes_ = 0;
+    log::Warn("stdout closed by the client");
+  }
+  room_.notify_all();
+  // The thread waits for this write only when it has a line to write after it, or must end.
+  if (!queue_.empty() || finishing_ || broken_) work_.notify_one();
+  return ok;
 }
 
 void LineWriter::Finish() {
   {
     std::lock_guard lock(mu_);
     finishing_ = true;
-    changed_.notify_all();
+    room_.notify_all();
+    work_.notify_one();
   }
   if (thread_.joinable()) thread_.join();
 }
@@ -52,31 +109,12 @@ void LineWriter::Run() {
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::unique_lock lock(mu_);
   while (true) {
-    changed_.wait(lock, [&] { return !queue_.empty() || finishing_; });
-    if (queue_.empty()) return;  // finishing, and all written
+    // A sender may be writing its response: the next line waits for it.
+    work_.wait(lock, [&] { return (!queue_.empty() || finishing_ || broken_) && !writing_; });
+    if (broken_ || queue_.empty()) return;  // the client is gone, or finishing and all written
     const std::string line = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
-    bool ok = true;
-    for (size_t done = 0; done < line.size();) {
-      const ssize_t n = write(fd_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        ok = false;
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    lock.lock();
-    pending_bytes_ -= line.size();
-    if (!ok) {
-      broken_ = true;  // the client closed its end; the read loop will see EOF
-      queue_.clear();
-      pending_bytes_ = 0;
-      log::Warn("stdout closed by the client");
-    }
-    changed_.notify_all();
-    if (!ok) return;
+    if (!WriteLocked(lock, line)) return;
   }
 }
 
