@@ -51,7 +51,10 @@ bool CgroupFileExists(const std::string& dir, const char* name);
 
 // An interface file opened once and read from its start each time: a session reads its cgroup's
 // usage around every call, and a pread of an open file costs a third of an open, read and close
-// (kernfs looks the path up each time). Reads by path when it could not be opened.
+// (kernfs looks the path up each time). Reads by path when it could not be opened. For files
+// whose text the kernel makes whole at the first read (one seq_file record: memory.current,
+// cpu.stat, memory.oom_control...), not lists such as cgroup.procs: a first read that leaves
+// room in its 4 KiB buffer is taken as all of it.
 class CgroupFile {
  public:
   CgroupFile() = default;

@@ -118,13 +118,14 @@ TEST(CgroupFile, EachReadIsTheWholeFileAsItIsThen) {
   }
   const CgroupFile file(dir, "memory.current");
   EXPECT_EQ(*file.Read(), "1234\n");
-  {
+  // Around the one read's 4 KiB: a first read that fills it is followed by more.
+  for (const size_t size : {4095u, 4096u, 5000u, 8192u}) {
     FILE* f = fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
-    fputs(std::string(5000, '7').c_str(), f);  // longer than one read
+    fputs(std::string(size, '7').c_str(), f);
     fclose(f);
+    EXPECT_EQ(*file.Read(), std::string(size, '7')) << size;
   }
-  EXPECT_EQ(*file.Read(), std::string(5000, '7'));
   const CgroupFile later(dir, "memory.events");  // not there yet
   EXPECT_FALSE(later.Read().ok());
   {
