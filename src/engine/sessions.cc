@@ -224,6 +224,16 @@ Result<SessionCall> SessionStore::Call(const std::string& caller, const std::str
                      entry->ended};
 }
 
+void SessionStore::PrepareNextCall(const std::string& caller, const std::string& handle) {
+  // Made outside the lock, which every session's calls take; dropped outside it when unwanted.
+  auto fds = sandbox::MakeCallDescriptors();
+  if (!fds.ok()) return;  // the call makes its own, and reports why it cannot
+  std::lock_guard lock(mutex_);
+  auto entry = Find(caller, handle);
+  if (!entry.ok() || (*entry)->ended || (*entry)->busy || !(*entry)->session) return;
+  (*entry)->session->AdoptNextCallDescriptors(*fds);
+}
+
 std::vector<SessionInfo> SessionStore::List(const std::string& caller) const {
   std::vector<std::pair<Clock::time_point, SessionInfo>> mine;
   {

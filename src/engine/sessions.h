@@ -74,6 +74,10 @@ class SessionStore {
   Result<SessionCall> Call(const std::string& caller, const std::string& handle,
                            const sandbox::Program& program, const sandbox::RunLimits& limits,
                            const sandbox::RunHooks& hooks);
+  // Makes ready what the next call in `caller`'s session `handle` needs, its descriptors
+  // (Session::AdoptNextCallDescriptors): after a call's response, off its path. Quietly
+  // nothing for a session that is busy, ended or not the caller's.
+  void PrepareNextCall(const std::string& caller, const std::string& handle);
   // The caller's open sessions, oldest first.
   std::vector<SessionInfo> List(const std::string& caller) const;
   // Ends `caller`'s session `handle`; a call running in it ends as killed.

@@ -388,6 +388,11 @@ json ExecTool::CallInSession(const std::string& handle, const std::string& reque
                          code == ErrorCode::kUnavailable || code == ErrorCode::kInvalidArgument;
     return refuse(callers ? CallOutcome::kInvalid : CallOutcome::kSetupError, call.error());
   }
+  if (context.after_response && !call->ended) {
+    context.after_response([sessions = sessions_, caller = context.caller, name] {
+      sessions->PrepareNextCall(caller, name);
+    });
+  }
   const sandbox::RunResult& run = call->result.run;
   const uint64_t output_bytes = run.stdout_data.size() + run.stderr_data.size();
   const bool cancelled = run.outcome == sandbox::Outcome::kCancelled;

@@ -5,8 +5,9 @@
 
 #include <chrono>
 #include <functional>
-#include <utility>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "log/log.h"
 #include "mcp/protocol.h"
@@ -411,7 +412,12 @@ void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
                      const CallEra& era) {
   const std::string key = context.request_id;
   auto task = [self = shared_from_this(), tool, arguments = std::move(arguments), context, sink,
-               flight, key, id = request.id, era] {
+               flight, key, id = request.id, era]() mutable {
+    // Shared, so that a copy of the context kept past the call points at nothing freed.
+    auto after = std::make_shared<std::vector<std::function<void()>>>();
+    context.after_response = [after](std::function<void()> work) {
+      after->push_back(std::move(work));
+    };
     json result;
     try {
       result = tool->Call(arguments, context);
@@ -426,6 +432,14 @@ void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
     if (era.stateless) result = self->Stateless(std::move(result));
     flight->AwaitResponseGap();
     if (!flight->cancelled.load()) sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
+    for (std::function<void()>& work : std::exchange(*after, {})) {
+      try {
+        work();
+      } catch (const std::exception& e) {
+        log::Error("work after a response failed",
+                   {{"session", self->id_}, {"request_id", key}, {"error", e.what()}});
+      }
+    }
   };
   if (server_.Pool().TrySubmit(std::move(task))) return;
   {

@@ -38,6 +38,12 @@ struct ToolCallContext {
   // The call was stopped by something other than its client (its exec session was closed): a
   // task of it ends cancelled, with `why` as its status message. Empty outside tasks.
   std::function<void(const std::string& why)> mark_cancelled;
+  // Hands over work for after the call's response is sent (or not sent: the call was
+  // cancelled): the worker runs it then, in the order given. For what would only delay the
+  // answer (making ready what the caller's next call needs). Called only from the thread that
+  // runs Tool::Call, before it returns. Empty where nothing follows a response (tasks, tests):
+  // the tool does without.
+  std::function<void(std::function<void()> work)> after_response;
 };
 
 // Whether a call of the tool may run as a task (tasks.h): 2025-11-25's execution.taskSupport.

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -90,6 +91,14 @@ class Sandbox {
   UniqueFd stderr_;
 };
 
+// A session call's descriptors before its code is in: the code's memfd (empty, not sealed) and
+// its stdin, stdout and stderr pipes, the supervisor's ends non-blocking.
+struct CallDescriptors {
+  UniqueFd code;
+  Pipe in, out, err;
+};
+Result<CallDescriptors> MakeCallDescriptors();
+
 class Session {
  public:
   // Turns `box`, a warm sandbox that waits for its program, into a session: its interpreter
@@ -113,6 +122,9 @@ class Session {
   // as it was; any later one ends it. One call at a time.
   Result<CallResult> Call(const Program& program, const RunLimits& limits, const RunHooks& hooks,
                           std::chrono::milliseconds grace);
+  // Keeps `fds` (MakeCallDescriptors) for the next call, made between calls so that the call
+  // does not make its own; false, `fds` untouched, when the session has some or has ended.
+  bool AdoptNextCallDescriptors(CallDescriptors& fds);
   // True while the session's interpreter is alive.
   bool Alive() const;
   // Why the session ended, in words ("timeout", "control channel broken: an empty message,
@@ -130,10 +142,9 @@ class Session {
 
  private:
   explicit Session(Sandbox box) : box_(std::move(box)) {}
-  // The call from the moment it is sent (Call has written its files and made its descriptors).
+  // The call from the moment it is sent (Call has written its files and its code).
   Result<CallResult> Send(const Program& program, const RunLimits& limits, const RunHooks& hooks,
-                          std::chrono::milliseconds grace, std::string id, UniqueFd& code,
-                          Pipe& in, Pipe& out, Pipe& err);
+                          std::chrono::milliseconds grace, std::string id, CallDescriptors& fds);
   // True when nothing waits on the control channel, as nothing may `when` (between calls,
   // after a call's answer); otherwise ends the session, saying why.
   bool Quiet(const char* when);
@@ -149,6 +160,8 @@ class Session {
   std::string call_id_;     // the id of the last call (call_channel.h)
   std::set<FileStamp> known_;  // the outputs the last call knew (ChangedSince)
   limits::Usage after_last_call_;
+  // The next call's, made after the last one's response (AdoptNextCallDescriptors).
+  std::optional<CallDescriptors> spare_;
 };
 
 }  // namespace mcpexec::sandbox

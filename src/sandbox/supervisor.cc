@@ -452,16 +452,14 @@ Result<UniqueFd> InterpreterOf(pid_t init) {
   return pidfd;
 }
 
-// The call's code in a sealed memfd: the interpreter reads it and cannot change or grow it.
-Result<UniqueFd> CodeFile(std::string_view code) {
-  UniqueFd fd(memfd_create("mcp-exec-call", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd.Valid()) return Errno(ErrorCode::kInternal, "memfd_create(call)");
+// The call's code in its sealed memfd: the interpreter reads it and cannot change or grow it.
+Result<void> SealCode(const UniqueFd& fd, std::string_view code) {
   MCPEXEC_RETURN_IF_ERROR(WriteAll(fd.Get(), code));
   if (lseek(fd.Get(), 0, SEEK_SET) != 0 ||
       fcntl(fd.Get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     return Errno(ErrorCode::kInternal, "seal the call's code");
   }
-  return fd;
+  return Ok();
 }
 
 timespec CoarseNow() {
@@ -492,6 +490,19 @@ limits::Usage ProcessUsage(int pidfd) {
 
 }  // namespace
 
+Result<CallDescriptors> MakeCallDescriptors() {
+  CallDescriptors fds;
+  fds.code.Reset(memfd_create("mcp-exec-call", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fds.code.Valid()) return Errno(ErrorCode::kInternal, "memfd_create(call)");
+  MCPEXEC_ASSIGN_OR_RETURN(fds.in, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(fds.out, MakePipe());
+  MCPEXEC_ASSIGN_OR_RETURN(fds.err, MakePipe());
+  for (const UniqueFd* fd : {&fds.in.write, &fds.out.read, &fds.err.read}) {
+    MCPEXEC_RETURN_IF_ERROR(SetNonBlocking(fd->Get()));
+  }
+  return fds;
+}
+
 Result<Session> Session::Start(Sandbox box) {
   if (!box.plan_ || !box.plan_->View().warm || !box.Waiting()) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -515,6 +526,12 @@ UniqueFd Session::DupInitPidfd() const {
   const ChildProcess& init = box_.init_;
   if (init.Reaped() || init.PidFd() < 0) return UniqueFd();
   return UniqueFd(fcntl(init.PidFd(), F_DUPFD_CLOEXEC, 0));
+}
+
+bool Session::AdoptNextCallDescriptors(CallDescriptors& fds) {
+  if (spare_ || end_ != SessionEnd::kNone) return false;
+  spare_ = std::move(fds);
+  return true;
 }
 
 bool Session::Alive() const {
@@ -583,15 +600,13 @@ Result<CallResult> Session::Call(const Program& program, const RunLimits& limits
   const SandboxSpec& spec = box_.plan_->Spec();
   MCPEXEC_RETURN_IF_ERROR(
       WriteInputFiles(box_.workspace_.Get(), program.files, spec.outside_uid, spec.outside_gid));
-  MCPEXEC_ASSIGN_OR_RETURN(UniqueFd code, CodeFile(program.code));
-  MCPEXEC_ASSIGN_OR_RETURN(Pipe in, MakePipe());
-  MCPEXEC_ASSIGN_OR_RETURN(Pipe out, MakePipe());
-  MCPEXEC_ASSIGN_OR_RETURN(Pipe err, MakePipe());
-  for (const UniqueFd* fd : {&in.write, &out.read, &err.read}) {
-    MCPEXEC_RETURN_IF_ERROR(SetNonBlocking(fd->Get()));
+  std::optional<CallDescriptors> fds = std::exchange(spare_, std::nullopt);
+  if (!fds) {
+    MCPEXEC_ASSIGN_OR_RETURN(fds, MakeCallDescriptors());
   }
+  MCPEXEC_RETURN_IF_ERROR(SealCode(fds->code, program.code));
   MCPEXEC_ASSIGN_OR_RETURN(std::string id, NewCallId());
-  Result<CallResult> call = Send(program, limits, hooks, grace, std::move(id), code, in, out, err);
+  Result<CallResult> call = Send(program, limits, hooks, grace, std::move(id), *fds);
   // From the call's "C" on, a failure leaves the interpreter in no known state.
   if (!call.ok()) End(SessionEnd::kKilled);
   return call;
@@ -599,17 +614,18 @@ Result<CallResult> Session::Call(const Program& program, const RunLimits& limits
 
 Result<CallResult> Session::Send(const Program& program, const RunLimits& limits,
                                  const RunHooks& hooks, std::chrono::milliseconds grace,
-                                 std::string id, UniqueFd& code, Pipe& in, Pipe& out, Pipe& err) {
+                                 std::string id, CallDescriptors& fds) {
   const limits::Usage before = Usage();
   const timespec started = CoarseNow();
-  const int fds[] = {code.Get(), in.read.Get(), out.write.Get(), err.write.Get()};
-  MCPEXEC_RETURN_IF_ERROR(SendWithDescriptors(box_.start_.Get(), CallMessage(id), fds,
+  const int theirs[] = {fds.code.Get(), fds.in.read.Get(), fds.out.write.Get(),
+                        fds.err.write.Get()};
+  MCPEXEC_RETURN_IF_ERROR(SendWithDescriptors(box_.start_.Get(), CallMessage(id), theirs,
                                               "the session's interpreter has ended"));
   // Only the interpreter holds these now, so that EOF means it is gone.
-  code.Reset();
-  in.read.Reset();
-  out.write.Reset();
-  err.write.Reset();
+  fds.code.Reset();
+  fds.in.read.Reset();
+  fds.out.write.Reset();
+  fds.err.write.Reset();
 
   const std::string previous = std::exchange(call_id_, std::move(id));
   CallChannel channel;
@@ -618,8 +634,8 @@ Result<CallResult> Session::Send(const Program& program, const RunLimits& limits
   channel.grace = grace;
   channel.id = call_id_;
   channel.previous = previous;
-  RunLoop loop(box_.init_, box_.report_, out.read, err.read,
-               Outgoing{std::move(in.write), program.stdin_data}, limits, hooks, &channel);
+  RunLoop loop(box_.init_, box_.report_, fds.out.read, fds.err.read,
+               Outgoing{std::move(fds.in.write), program.stdin_data}, limits, hooks, &channel);
   MCPEXEC_ASSIGN_OR_RETURN(const RunEnd end, loop.Run());
   // One answer per call: anything after it, its pipes drained, would be taken for the next
   // call's (Quiet ends the session then; the call's own result stands).

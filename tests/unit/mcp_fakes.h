@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -61,7 +62,9 @@ class RecordingSink : public MessageSink {
 // {"log": [{"level", "logger", "data"}, ...]} then sends those through context.log;
 // {"padding": N} adds a string of N bytes to the result, as "padded";
 // {"ask": {key: request, ...}} asks the client through context.request_input (counted in
-// WaitStarted) and echoes the answers.
+// WaitStarted) and echoes the answers;
+// {"after_response": N} hands N pieces of work to context.after_response, the i-th calling
+// on_after_response(i).
 // Its name and whether it runs as a task are the constructor's.
 class FakeTool : public Tool {
  public:
@@ -111,6 +114,10 @@ class FakeTool : public Tool {
       echo["answers"] = *answers;
     }
     if (!context.input_responses.is_null()) echo["input_responses"] = context.input_responses;
+    for (int i = 0; i < arguments.value("after_response", 0); ++i) {
+      if (!context.after_response) return ToolError("no work can be handed over here");
+      context.after_response([this, i] { on_after_response(i); });
+    }
     return {{"content", nlohmann::json::array()}, {"structuredContent", echo}, {"isError", false}};
   }
 
@@ -129,6 +136,8 @@ class FakeTool : public Tool {
     std::lock_guard lock(mu_);
     return cancelled_;
   }
+  // What the work a call hands over ({"after_response": N}) does; set before the call.
+  std::function<void(int)> on_after_response = [](int) {};
   // Lets every blocked call (and every later one) return.
   void Release() {
     const uint64_t one = 1;

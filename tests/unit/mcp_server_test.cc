@@ -9,6 +9,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "base/unique_fd.h"
 #include "mcp/server.h"
@@ -109,6 +111,31 @@ TEST_F(McpServerTest, ToolsListAndCall) {
   EXPECT_EQ(call["id"], 2);
   EXPECT_EQ(call["result"]["structuredContent"]["x"], 1);
   EXPECT_EQ(call["result"]["isError"], false);
+}
+
+// What a tool leaves for after its response (the next session call's descriptors) runs once the
+// response is sent, in the order handed over.
+TEST_F(McpServerTest, WorkHandedOverForAfterTheResponseRunsOnceItIsSent) {
+  Initialize();
+  auto sink = std::make_shared<RecordingSink>();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<int, size_t>> ran;  // (which, messages the sink had by then)
+  tool_->on_after_response = [&](int i) {
+    std::lock_guard lock(mu);
+    ran.emplace_back(i, sink->Messages().size());
+    cv.notify_all();
+  };
+  const json call = {{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tools/call"},
+                     {"params", {{"name", "fake"}, {"arguments", {{"after_response", 2}}}}}};
+  ASSERT_EQ(session_->Handle(call.dump(), sink), Handled::kResponding);
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return ran.size() == 2; }));
+  const std::vector<std::pair<int, size_t>> expected = {{0, 1}, {1, 1}};
+  EXPECT_EQ(ran, expected) << "the work ran before the response was sent, or out of order";
+  const std::vector<json> messages = sink->Messages();
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0]["result"]["isError"], false) << messages[0].dump();
 }
 
 TEST_F(McpServerTest, NotificationsAndClientResponsesGetNoReply) {
