@@ -126,7 +126,9 @@ TEST_F(McpServerTest, WorkHandedOverForAfterTheResponseRunsOnceItIsSent) {
     ran.emplace_back(i, sink->Messages().size());
     cv.notify_all();
   };
-  const json call = {{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tools/call"},
+  const json call = {{"jsonrpc", "2.0"},
+                     {"id", 5},
+                     {"method", "tools/call"},
                      {"params", {{"name", "fake"}, {"arguments", {{"after_response", 2}}}}}};
   ASSERT_EQ(session_->Handle(call.dump(), sink), Handled::kResponding);
   std::unique_lock lock(mu);

@@ -4,11 +4,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include "base/sigpipe_block.h"
+#include "base/sys.h"
 #include "jsonrpc/message.h"
 #include "log/log.h"
 
@@ -66,16 +64,7 @@ bool LineWriter::CanWriteNow(const std::string& line) const {
 bool LineWriter::WriteLocked(std::unique_lock<std::mutex>& lock, const std::string& line) {
   writing_ = true;
   lock.unlock();
-  bool ok = true;
-  for (size_t done = 0; done < line.size();) {
-    const ssize_t n = write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = false;
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
+  const bool ok = WriteAll(fd_, line).ok();
   lock.lock();
   writing_ = false;
   pending_bytes_ -= line.size();
