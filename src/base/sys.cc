@@ -49,6 +49,7 @@ Result<void> WriteAll(int fd, std::string_view data) {
       if (errno == EINTR) continue;
       return Errno(ErrorCode::kInternal, "write");
     }
+    if (n == 0) return MakeError(ErrorCode::kInternal, "write wrote nothing");  // never loop
     data.remove_prefix(static_cast<size_t>(n));
   }
   return Ok();

@@ -97,6 +97,8 @@ struct CallDescriptors {
   UniqueFd code;
   Pipe in, out, err;
 };
+// A new set, for a session call to come; kInternal or kResourceExhausted when the descriptors
+// cannot be had. Thread-safe.
 Result<CallDescriptors> MakeCallDescriptors();
 
 class Session {

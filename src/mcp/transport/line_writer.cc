@@ -2,7 +2,7 @@
 
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "base/sigpipe_block.h"
@@ -14,10 +14,16 @@ namespace mcpexec::mcp {
 
 namespace {
 
+// A pipe or a Unix socket that polls writable takes PIPE_BUF bytes without blocking, and a file
+// always does; a terminal (flow control) or a TCP socket (a small send buffer) may not.
 bool NeverBlocksWhenWritable(int fd) {
   struct stat st {};
-  return fstat(fd, &st) == 0 &&
-         (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode));
+  if (fstat(fd, &st) != 0) return false;
+  if (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode)) return true;
+  int domain = 0;
+  socklen_t size = sizeof domain;
+  return S_ISSOCK(st.st_mode) && getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) == 0 &&
+         domain == AF_UNIX;
 }
 
 }  // namespace
@@ -46,10 +52,7 @@ bool LineWriter::Send(const nlohmann::json& message, bool final) {
   }
   if (broken_ || finishing_) return false;
   pending_bytes_ += line.size();
-  if (response && CanWriteNow(line)) {
-    const ScopedSigpipeBlock no_sigpipe;  // the client may close its end at any moment
-    return WriteLocked(lock, line);
-  }
+  if (response && CanWriteNow(line)) return WriteLocked(lock, line);
   queue_.push_back(std::move(line));
   work_.notify_one();
   return true;
@@ -64,7 +67,11 @@ bool LineWriter::CanWriteNow(const std::string& line) const {
 bool LineWriter::WriteLocked(std::unique_lock<std::mutex>& lock, const std::string& line) {
   writing_ = true;
   lock.unlock();
-  const bool ok = WriteAll(fd_, line).ok();
+  bool ok;
+  {
+    const ScopedSigpipeBlock no_sigpipe;  // the client may close its end at any moment
+    ok = WriteAll(fd_, line).ok();
+  }
   lock.lock();
   writing_ = false;
   pending_bytes_ -= line.size();
@@ -91,11 +98,6 @@ void LineWriter::Finish() {
 }
 
 void LineWriter::Run() {
-  // A client that closed its end makes write fail with EPIPE; the signal would end the server.
-  sigset_t pipe;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::unique_lock lock(mu_);
   while (true) {
     // A sender may be writing its response: the next line waits for it.

@@ -2,8 +2,9 @@
 // descriptor from a thread of its own, so that a client that stops reading its server's stdout
 // never stalls the thread that sends: a run's supervisor sends progress and log notifications
 // with the program's output while the run goes on, and must keep enforcing its deadline.
-// A response that finds nothing queued and room in a pipe or socket is written by its sender,
-// one thread hand-off fewer on a call's answer (CanWriteNow).
+// A response that finds nothing queued and room in a pipe, a Unix socket or a file is written
+// by its sender, one thread hand-off fewer on a call's answer (CanWriteNow). Every write blocks
+// SIGPIPE in its thread for its length: a client that closed its end gives EPIPE.
 #pragma once
 
 #include <condition_variable>
@@ -43,15 +44,14 @@ class LineWriter : public MessageSink {
   void Run();
   // Whether `line` can be written now without waiting: nothing queued or being written, the
   // line within PIPE_BUF (a pipe writes it whole into one free buffer), and the descriptor a
-  // pipe, a socket or a file that polls writable (a terminal may block with room left). Called
-  // with mu_ held.
+  // pipe, a Unix socket or a file that polls writable. Called with mu_ held.
   bool CanWriteNow(const std::string& line) const;
   // Writes `line` with mu_ released (writing_ set), then accounts for it; false if the write
   // failed. `lock` holds mu_ on entry and on return.
   bool WriteLocked(std::unique_lock<std::mutex>& lock, const std::string& line);
 
   const int fd_;
-  const bool direct_;  // fd_ is a pipe, a socket or a regular file: CanWriteNow may say yes
+  const bool direct_;  // fd_ is a pipe, a Unix socket or a regular file: CanWriteNow may say yes
   const size_t max_pending_bytes_;
   std::mutex mu_;
   std::condition_variable room_;  // for a response waiting for room in the queue
