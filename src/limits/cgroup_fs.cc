@@ -127,7 +127,9 @@ Result<std::string> CgroupFile::Read() const {
     if (n < 0) return Errno(ErrorCode::kInternal, "read(" + path_ + ")");
     if (n == 0) return out;
     // One read, not two, per file: see the class's comment.
-    if (offset == 0 && static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
+    if (offset == 0 && static_cast<size_t>(n) < sizeof buf) {
+      return std::string(buf, static_cast<size_t>(n));
+    }
     out.append(buf, static_cast<size_t>(n));
     offset += n;
   }
