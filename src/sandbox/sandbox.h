@@ -125,8 +125,8 @@ class Session {
   Result<CallResult> Call(const Program& program, const RunLimits& limits, const RunHooks& hooks,
                           std::chrono::milliseconds grace);
   // Keeps `fds` (MakeCallDescriptors) for the next call, made between calls so that the call
-  // does not make its own; false, `fds` untouched, when the session has some or has ended.
-  bool AdoptNextCallDescriptors(CallDescriptors& fds);
+  // does not make its own; leaves them with the caller when the session has some or has ended.
+  void AdoptNextCallDescriptors(CallDescriptors& fds);
   // True while the session's interpreter is alive.
   bool Alive() const;
   // Why the session ended, in words ("timeout", "control channel broken: an empty message,

@@ -528,10 +528,8 @@ UniqueFd Session::DupInitPidfd() const {
   return UniqueFd(fcntl(init.PidFd(), F_DUPFD_CLOEXEC, 0));
 }
 
-bool Session::AdoptNextCallDescriptors(CallDescriptors& fds) {
-  if (spare_ || end_ != SessionEnd::kNone) return false;
-  spare_ = std::move(fds);
-  return true;
+void Session::AdoptNextCallDescriptors(CallDescriptors& fds) {
+  if (!spare_ && end_ == SessionEnd::kNone) spare_ = std::move(fds);
 }
 
 bool Session::Alive() const {

@@ -127,7 +127,7 @@ TEST(LineWriterTest, AResponseWithNothingQueuedIsWrittenBySend) {
 TEST(LineWriterTest, AClosedClientEndsTheWritesWithoutASignal) {
   Pipe p;
   LineWriter writer(p.write_end.Get(), 1 << 20);
-  p.read_end.Reset();  // EPIPE, and SIGPIPE, which the writer's thread blocks
+  p.read_end.Reset();  // EPIPE, and SIGPIPE, which each write blocks
   writer.Send(jsonrpc::MakeResult(0, json::object()), true);  // not written by this thread
   writer.Send(Note(1), false);
   writer.Send(jsonrpc::MakeResult(1, json::object()), true);
