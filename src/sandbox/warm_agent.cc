@@ -347,6 +347,9 @@ def _zygote(ctl, runs, packages):
         # process shares it: every fork copies its mappings, and a 2 MiB page is one to copy
         # where 4 KiB pages are 512.
         runs.collapse_memory()
+        # What the zygote maps of its files' code and constants stays in the page cache, out of
+        # its page tables: its RSS and PSS are then what it holds for its runs.
+        runs.release_file_pages()
         os.write(ctl, b"R")
         # Forks a run per "F" message; returns in a run's program process only, True when the
         # run has a package layer (a name of anything but hex digits failed its set-up, in the

@@ -163,6 +163,11 @@ void SealArenas() {
   }
 }
 
+// /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst).
+constexpr uint64_t kPagePresent = uint64_t{1} << 63;
+constexpr uint64_t kPageFile = uint64_t{1} << 61;
+constexpr uint64_t kPageExclusive = uint64_t{1} << 56;
+
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25  // Linux 6.1
 #endif
@@ -201,6 +206,61 @@ PyObject* CollapseMemory(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// release_file_pages(): once the zygote is ready to fork, the pages it maps of its files'
+// read-only mappings (the interpreter's and the libraries' code and constants, about 25 MB with
+// the default preloads) leave its page tables, and its RSS and PSS are then the memory it holds
+// for its runs. The pages stay in the page cache, from which whatever touches them maps them
+// again: the zygote's loop, and each fork as before (a fork copies no entry of a mapping that
+// was never written, and maps the pages it touches from the cache). Only a file's own pages: a
+// page copied on a write before its mapping became read-only (relocations) is the process's own
+// and stays. A read-only mapping gets no new copies, so what pagemap says holds until madvise.
+// Best effort (docs/engine.md, "What a fork costs").
+PyObject* ReleaseFilePages(PyObject*, PyObject*) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> mappings;
+  FILE* maps = fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/maps");
+  char line[512];
+  while (fgets(line, sizeof line, maps) != nullptr) {
+    unsigned long start, end, offset, inode;
+    char perms[5], dev[16];
+    if (sscanf(line, "%lx-%lx %4s %lx %15s %lu", &start, &end, perms, &offset, dev, &inode) < 6) {
+      continue;
+    }
+    // Private, readable, not writable, and a file's.
+    if (inode == 0 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p') continue;
+    mappings.emplace_back(start, end);
+  }
+  fclose(maps);
+  const int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (pagemap < 0) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/pagemap");
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  std::vector<uint64_t> entries(512);
+  auto release = [](uintptr_t from, uintptr_t to) {
+    if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+  };
+  for (const auto& [start, end] : mappings) {
+    uintptr_t at = start;
+    uintptr_t run = 0;  // where the current run of the file's own pages starts; 0: none
+    while (at < end) {
+      const size_t want = std::min<uintptr_t>(entries.size(), (end - at) / page);
+      const ssize_t got =
+          pread(pagemap, entries.data(), want * 8, static_cast<off_t>(at / page * 8));
+      if (got <= 0) break;
+      for (size_t i = 0; i < static_cast<size_t>(got) / 8; ++i, at += page) {
+        const bool files = (entries[i] & kPagePresent) != 0 && (entries[i] & kPageFile) != 0;
+        if (files && run == 0) run = at;
+        if (!files && run != 0) {
+          release(run, at);
+          run = 0;
+        }
+      }
+    }
+    if (run != 0) release(run, at);
+  }
+  close(pagemap);
+  Py_RETURN_NONE;
+}
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
@@ -223,11 +283,6 @@ struct {
 } learned;
 
 int trial_report = -1;  // in the trial: where end_trial writes what it found
-
-// /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst).
-constexpr uint64_t kPagePresent = uint64_t{1} << 63;
-constexpr uint64_t kPageFile = uint64_t{1} << 61;
-constexpr uint64_t kPageExclusive = uint64_t{1} << 56;
 
 // The trial's scratch space, a mapping of its own that no scan counts: /proc/self/maps as read,
 // pagemap entries, and the pages found at the start of the trial's run (begin_trial_run).
@@ -619,6 +674,8 @@ PyMethodDef methods[] = {
      "pack_arenas(): the object allocator's next arenas from one 2 MiB-aligned region"},
     {"collapse_memory", CollapseMemory, METH_NOARGS,
      "collapse_memory(): the anonymous memory in 2 MiB pages where it can be"},
+    {"release_file_pages", ReleaseFilePages, METH_NOARGS,
+     "release_file_pages(): the pages of read-only file mappings out of the page tables"},
     {"learn_writes", LearnWrites, METH_O,
      "learn_writes(ctl): the pages a run writes, from a trial run; True in the trial"},
     {"begin_trial_run", BeginTrialRun, METH_NOARGS,

@@ -352,6 +352,51 @@ TEST_F(ZygoteTest, TheZygotesImportsAreIn2MiBPagesWhereTheKernelMakesThem) {
   EXPECT_EQ(result->stdout_data, "10\n") << result->stderr_data;
 }
 
+// kB resident of `pid`'s private read-only mappings of files (smaps), or -1.
+long ReadOnlyFileRssKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
+  if (!in) return -1;
+  long total = 0;
+  bool counted = false;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, device;
+    unsigned long inode = 0;
+    if (line.find('-') < line.find(' ') && fields >> range >> perms >> offset >> device >> inode) {
+      counted =
+          inode != 0 && perms.size() == 4 && perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p';
+    } else if (counted && line.rfind("Rss:", 0) == 0) {
+      total += std::stol(line.substr(4));
+    }
+  }
+  return total;
+}
+
+// A ready zygote keeps its files' code and constants in the page cache, not in its page tables
+// (docs/engine.md, "What a fork costs"): what it holds is its memory for the runs, and its
+// forks still run the preloads.
+TEST_F(ZygoteTest, AReadyZygoteMapsFewPagesOfItsFilesReadOnlyMappings) {
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"numpy", "pandas"});
+  ASSERT_NE(zygote, nullptr);
+  const std::vector<pid_t> interpreter = ChildrenOf(zygote->InitPid());
+  ASSERT_EQ(interpreter.size(), 1u) << "the zygote's init has one child, its interpreter";
+  // About 20 MB with the imports' pages kept; the zygote's loop maps a few again.
+  const long mapped = ReadOnlyFileRssKb(interpreter[0]);
+  EXPECT_GE(mapped, 0);
+  EXPECT_LT(mapped, 4096) << "kB of the zygote's read-only file mappings resident";
+  for (int i = 0; i < 2; ++i) {
+    auto box = zygote->Fork(std::chrono::seconds(30));
+    ASSERT_TRUE(box.ok()) << box.error().message;
+    auto result = box->Run(
+        sandbox::Program{"import numpy, pandas\nprint(int(pandas.Series(numpy.arange(5)).sum()))",
+                         ""},
+        sandbox::RunLimits{});
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(result->stdout_data, "10\n") << result->stderr_data;
+  }
+  EXPECT_LT(ReadOnlyFileRssKb(interpreter[0]), 4096) << "after two forks";
+}
+
 // A run copies the zygote's interpreter once: its program takes the first process's copy, and
 // its init, PID 1, is a small executable of its own (docs/engine.md, "What a fork costs").
 TEST_F(ZygoteTest, ARunsInitHoldsNoCopyOfTheInterpreter) {
