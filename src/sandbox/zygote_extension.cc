@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "sandbox/child/zygote_run.h"
@@ -172,6 +173,36 @@ constexpr uint64_t kPageExclusive = uint64_t{1} << 56;
 #define MADV_COLLAPSE 25  // Linux 6.1
 #endif
 
+// Calls `mapping(start, end, perms, inode, path)` for each mapping in /proc/self/maps; `path`
+// is empty for an anonymous one, and cut where a line is longer than the buffer (the rest of
+// that line is skipped). False when /proc/self/maps cannot be read.
+template <typename Mapping>
+bool ForEachMapping(Mapping&& mapping) {
+  FILE* maps = fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return false;
+  char line[512];
+  while (fgets(line, sizeof line, maps) != nullptr) {
+    const size_t length = strlen(line);
+    if (length > 0 && line[length - 1] == '\n') {
+      line[length - 1] = '\0';
+    } else {
+      for (int c = fgetc(maps); c != EOF && c != '\n'; c = fgetc(maps)) {
+      }
+    }
+    unsigned long start, end, offset, inode;
+    char perms[5], dev[16];
+    int path_at = 0;
+    if (sscanf(line, "%lx-%lx %4s %lx %15s %lu %n", &start, &end, perms, &offset, dev, &inode,
+               &path_at) < 6) {
+      continue;
+    }
+    mapping(uintptr_t{start}, uintptr_t{end}, static_cast<const char*>(perms), inode,
+            static_cast<const char*>(line + path_at));
+  }
+  fclose(maps);
+  return true;
+}
+
 // collapse_memory(): the zygote's anonymous memory, once its imports are done, in 2 MiB pages
 // wherever a region holds an aligned 2 MiB span. Every fork copies, and every exit frees, one
 // page-table entry per page of it: a 2 MiB page is one entry where 4 KiB pages are 512. A fork's
@@ -181,58 +212,47 @@ constexpr uint64_t kPageExclusive = uint64_t{1} << 56;
 PyObject* CollapseMemory(PyObject*, PyObject*) {
   SealArenas();
   std::vector<std::pair<uintptr_t, uintptr_t>> spans;
-  FILE* maps = fopen("/proc/self/maps", "re");
-  if (maps == nullptr) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/maps");
-  char line[512];
-  while (fgets(line, sizeof line, maps) != nullptr) {
-    unsigned long start, end, offset, inode;
-    char perms[5], dev[16];
-    int path_at = 0;
-    if (sscanf(line, "%lx-%lx %4s %lx %15s %lu %n", &start, &end, perms, &offset, dev, &inode,
-               &path_at) < 6) {
-      continue;
-    }
-    const char* path = line + path_at;
+  const bool read = ForEachMapping([&spans](uintptr_t start, uintptr_t end, const char* perms,
+                                            unsigned long inode, const char* path) {
     // Private, writable and not backed by a file: the interpreter's heap and arenas.
-    if (strcmp(perms, "rw-p") != 0 || inode != 0) continue;
-    if (*path != '\n' && *path != '\0' && strncmp(path, "[heap]", 6) != 0) continue;
+    if (strcmp(perms, "rw-p") != 0 || inode != 0) return;
+    if (*path != '\0' && strcmp(path, "[heap]") != 0) return;
     const uintptr_t from = (start + kHugePage - 1) & ~(kHugePage - 1);
     const uintptr_t to = end & ~(kHugePage - 1);
     if (to > from) spans.emplace_back(from, to);
-  }
-  fclose(maps);
+  });
+  if (!read) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/maps");
   // One call a region: each call first drains every CPU's page lists, which costs milliseconds.
-  for (const auto& [from, to] : spans) madvise(reinterpret_cast<void*>(from), to - from, MADV_COLLAPSE);
+  for (const auto& [from, to] : spans) {
+    madvise(reinterpret_cast<void*>(from), to - from, MADV_COLLAPSE);
+  }
   Py_RETURN_NONE;
 }
 
-// release_file_pages(): once the zygote is ready to fork, the pages it maps of its files'
-// read-only mappings (the interpreter's and the libraries' code and constants, about 25 MB with
-// the default preloads) leave its page tables, and its RSS and PSS are then the memory it holds
-// for its runs. The pages stay in the page cache, from which whatever touches them maps them
-// again: the zygote's loop, and each fork as before (a fork copies no entry of a mapping that
-// was never written, and maps the pages it touches from the cache). Only a file's own pages: a
-// page copied on a write before its mapping became read-only (relocations) is the process's own
-// and stays. A read-only mapping gets no new copies, so what pagemap says holds until madvise.
-// Best effort (docs/engine.md, "What a fork costs").
+// release_file_pages(): once the zygote is ready to fork, the pages of its files that it maps
+// read-only and has not written (the interpreter's and the libraries' code and constants,
+// about 26 MB with the default preloads, most read once by the imports) leave its page tables.
+// They made its RSS and PSS and nothing else: a fork copies the entries of no mapping but those
+// written before (a fork of a mapping with copies, RELRO's, faults in its unwritten pages now),
+// and maps from the page cache what it touches. The pages stay in that cache, as any file
+// read does, and the kernel can take them back under pressure without unmapping anything;
+// the host's memory at rest is the same. Only a file's own pages: a page copied on a write
+// before its mapping became read-only (relocations) is the zygote's and stays. The zygote has
+// one thread here and its read-only mappings get no new copies, so what pagemap says holds
+// until madvise. Best effort (docs/engine.md, "What a fork costs").
 PyObject* ReleaseFilePages(PyObject*, PyObject*) {
   std::vector<std::pair<uintptr_t, uintptr_t>> mappings;
-  FILE* maps = fopen("/proc/self/maps", "re");
-  if (maps == nullptr) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/maps");
-  char line[512];
-  while (fgets(line, sizeof line, maps) != nullptr) {
-    unsigned long start, end, offset, inode;
-    char perms[5], dev[16];
-    if (sscanf(line, "%lx-%lx %4s %lx %15s %lu", &start, &end, perms, &offset, dev, &inode) < 6) {
-      continue;
-    }
+  const bool read = ForEachMapping([&mappings](uintptr_t start, uintptr_t end, const char* perms,
+                                               unsigned long inode, const char*) {
     // Private, readable, not writable, and a file's.
-    if (inode == 0 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p') continue;
+    if (inode == 0 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p') return;
     mappings.emplace_back(start, end);
-  }
-  fclose(maps);
+  });
   const int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (pagemap < 0) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/pagemap");
+  if (!read || pagemap < 0) {
+    if (pagemap >= 0) close(pagemap);
+    Py_RETURN_NONE;
+  }
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   std::vector<uint64_t> entries(512);
   auto release = [](uintptr_t from, uintptr_t to) {
@@ -240,22 +260,22 @@ PyObject* ReleaseFilePages(PyObject*, PyObject*) {
   };
   for (const auto& [start, end] : mappings) {
     uintptr_t at = start;
-    uintptr_t run = 0;  // where the current run of the file's own pages starts; 0: none
+    uintptr_t run = end;  // where the current run of the file's own pages starts; end: none
     while (at < end) {
       const size_t want = std::min<uintptr_t>(entries.size(), (end - at) / page);
       const ssize_t got =
           pread(pagemap, entries.data(), want * 8, static_cast<off_t>(at / page * 8));
       if (got <= 0) break;
       for (size_t i = 0; i < static_cast<size_t>(got) / 8; ++i, at += page) {
-        const bool files = (entries[i] & kPagePresent) != 0 && (entries[i] & kPageFile) != 0;
-        if (files && run == 0) run = at;
-        if (!files && run != 0) {
+        const bool file_page = (entries[i] & kPagePresent) != 0 && (entries[i] & kPageFile) != 0;
+        if (file_page && run == end) run = at;
+        if (!file_page && run != end) {
           release(run, at);
-          run = 0;
+          run = end;
         }
       }
     }
-    if (run != 0) release(run, at);
+    if (run != end) release(run, at);
   }
   close(pagemap);
   Py_RETURN_NONE;
