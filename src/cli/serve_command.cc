@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 
+#include "cli/descriptor_reserve.h"
 #include "cli/readiness.h"
 #include "cli/serve_metrics.h"
 #include "exec/environment_engines.h"
@@ -92,6 +93,9 @@ int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& 
   options.request_timeout = std::chrono::seconds(config.http_request_timeout_s);
   options.write_timeout = std::chrono::seconds(config.http_write_timeout_s);
   options.min_transfer_rate = config.http_min_rate;
+  const size_t environments =
+      sources.environments ? sources.environments->Offered().environments.size() : 1;
+  options.descriptor_reserve = DescriptorReserve(config, environments, sources.limits_backend);
   auto proxies = http::TrustedProxies::Parse(config.trusted_proxies);
   if (!proxies.ok()) {
     log::Error("invalid configuration",

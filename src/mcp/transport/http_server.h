@@ -58,6 +58,11 @@ struct HttpServerOptions {
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle connection between requests
   std::chrono::milliseconds sse_keep_alive{15000};      // comment on an idle event stream
 
+  // Descriptors the rest of the process may hold open besides connections (`serve`: its
+  // sessions, runs, warm engines and log, cli::DescriptorReserve); the connection caps below
+  // are fitted into the open-file limit less this. The default is a process that holds
+  // nothing but its log, listener and event loop.
+  size_t descriptor_reserve = 32;
   size_t max_connections = 1024;  // requests served at once (each holds a thread); beyond: 503
   // Connections waiting for a request (a descriptor each); beyond, the one idle for longest,
   // preferring those with no admitted request, is closed to make room.

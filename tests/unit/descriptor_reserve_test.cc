@@ -1,0 +1,121 @@
+#include "cli/descriptor_reserve.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+namespace mcpexec::cli {
+namespace {
+
+using config::EngineKind;
+using limits::Backend;
+
+// The defaults on a 2-CPU host: 2 runs at once, 8 sessions, 2 ready (8 after a burst), auto.
+config::Config TwoCpuDefaults() {
+  config::Config c = config::Defaults("/rootfs");
+  c.max_concurrency = 2;
+  return c;
+}
+
+// What one more of something costs: the reserve with `change` made, less the reserve without.
+long long Cost(const std::function<void(config::Config&)>& change, Backend backend,
+               size_t environments = 1) {
+  config::Config c = TwoCpuDefaults();
+  const auto before = static_cast<long long>(DescriptorReserve(c, environments, backend));
+  change(c);
+  return static_cast<long long>(DescriptorReserve(c, environments, backend)) - before;
+}
+
+// The figures themselves, so that a change of a per-unit count shows up here and in the docs
+// (docs/deploy.md quotes the container's): base 32, 2 runs, 8 sessions, one zygote engine
+// (2 zygotes, 8 ready, one being made) and the teardown's 64 remains.
+TEST(DescriptorReserve, DefaultsOnTwoCpusPerBackend) {
+  const config::Config c = TwoCpuDefaults();
+  // 32 + 2 x 24 + 8 x 16 + (8 x 10 + 24 + 2 x 10) + 64 x 1
+  EXPECT_EQ(DescriptorReserve(c, 1, Backend::kRlimit), 396u);
+  // Every sandbox adds its 5 cgroup files, a starting one on cgroup v1 its 4 join files too:
+  // 32 + 2 x 33 + 8 x 21 + (8 x 15 + 33 + 2 x 15) + 64 x 6
+  EXPECT_EQ(DescriptorReserve(c, 1, Backend::kCgroup1), 833u);
+  EXPECT_EQ(DescriptorReserve(c, 1, Backend::kCgroup2), 821u);
+}
+
+// The container of docs/deploy.md runs with --ulimit nofile=1024:1024 and the rlimit backend:
+// with `default` and `data` offered, the defaults must leave a few hundred descriptors for
+// connections.
+TEST(DescriptorReserve, TheContainersDefaultsLeaveRoomForConnectionsUnder1024) {
+  EXPECT_LE(DescriptorReserve(TwoCpuDefaults(), 2, Backend::kRlimit), 1024u - 400u);
+}
+
+TEST(DescriptorReserve, EachSessionRunAndReadySandboxCountsWithItsCgroup) {
+  auto session = [](config::Config& c) { ++c.max_sessions; };
+  auto run = [](config::Config& c) { ++c.max_concurrency; };
+  auto ready = [](config::Config& c) { c.pool_max = config::PoolMax(c) + 1; };
+  EXPECT_EQ(Cost(session, Backend::kRlimit), 16);
+  EXPECT_EQ(Cost(session, Backend::kCgroup1), 21);
+  EXPECT_EQ(Cost(run, Backend::kRlimit), 24);
+  EXPECT_EQ(Cost(run, Backend::kCgroup1), 33) << "a starting run joins through 4 tasks files";
+  EXPECT_EQ(Cost(run, Backend::kCgroup2), 29);
+  EXPECT_EQ(Cost(ready, Backend::kRlimit), 10);
+  EXPECT_EQ(Cost(ready, Backend::kCgroup1), 15);
+  EXPECT_EQ(Cost(ready, Backend::kRlimit, 3), 30) << "each environment has its own pool";
+}
+
+TEST(DescriptorReserve, EachEnvironmentHasAnEngineOfItsOwn) {
+  const config::Config c = TwoCpuDefaults();
+  const size_t one = DescriptorReserve(c, 1, Backend::kCgroup1);
+  const size_t engine = 8 * 15 + 33 + 2 * 15;
+  EXPECT_EQ(DescriptorReserve(c, 2, Backend::kCgroup1), one + engine);
+  EXPECT_EQ(DescriptorReserve(c, 4, Backend::kCgroup1), one + 3 * engine);
+  EXPECT_EQ(DescriptorReserve(c, 0, Backend::kCgroup1), one) << "default is always offered";
+}
+
+TEST(DescriptorReserve, TheEngineKindDecidesWhatIsHeldReady) {
+  config::Config c = TwoCpuDefaults();
+  const size_t zygote = DescriptorReserve(c, 2, Backend::kRlimit);
+  c.engine = EngineKind::kZygote;
+  EXPECT_EQ(DescriptorReserve(c, 2, Backend::kRlimit), zygote) << "auto counts as zygote";
+  c.engine = EngineKind::kPool;
+  EXPECT_EQ(DescriptorReserve(c, 2, Backend::kRlimit), zygote - 2 * (2 * 10))
+      << "a pool has no zygotes";
+  c.engine = EngineKind::kCold;
+  EXPECT_EQ(DescriptorReserve(c, 2, Backend::kRlimit), 32u + 2 * 24 + 8 * 16 + 64)
+      << "a cold engine holds nothing between runs, whatever MCP_EXEC_POOL_MAX says";
+  c.max_sessions = 0;
+  EXPECT_EQ(DescriptorReserve(c, 2, Backend::kRlimit), 32u + 2 * 24 + 64);
+}
+
+TEST(DescriptorReserve, PackagesAddALayeredSandboxPerPoolSizeToAZygote) {
+  auto wheelhouse = [](config::Config& c) { c.wheelhouse = "/wheels"; };
+  auto index = [](config::Config& c) { c.package_index = "https://pypi.example/simple"; };
+  EXPECT_EQ(Cost(wheelhouse, Backend::kRlimit), 2 * 10);
+  EXPECT_EQ(Cost(index, Backend::kCgroup1, 2), 2 * 2 * 15);
+  auto pool_with_packages = [](config::Config& c) {
+    c.engine = EngineKind::kPool;
+    c.wheelhouse = "/wheels";
+  };
+  auto pool = [](config::Config& c) { c.engine = EngineKind::kPool; };
+  EXPECT_EQ(Cost(pool_with_packages, Backend::kRlimit), Cost(pool, Backend::kRlimit))
+      << "a pool mounts a layer in a sandbox made for the run, never ahead";
+}
+
+TEST(DescriptorReserve, GrowsWithEverySetting) {
+  const std::vector<std::function<void(config::Config&)>> growths = {
+      [](config::Config& c) { c.max_concurrency *= 2; },
+      [](config::Config& c) { c.max_sessions = 1024; },
+      [](config::Config& c) { c.pool_max = 64; },
+      [](config::Config& c) {
+        c.pool_size = 64;
+        c.pool_max = 64;
+      },
+  };
+  for (Backend backend : {Backend::kRlimit, Backend::kCgroup1, Backend::kCgroup2}) {
+    for (size_t i = 0; i < growths.size(); ++i) {
+      EXPECT_GT(Cost(growths[i], backend), 0)
+          << "growth " << i << " on " << limits::BackendName(backend);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mcpexec::cli
