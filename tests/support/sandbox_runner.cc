@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -161,6 +162,13 @@ pid_t Spawn(const std::vector<std::string>& argv, const LaunchOptions& options,
       _exit(kHarnessFailure);
     }
     if (null_fd != kLeakedFd) close(null_fd);
+  }
+  if (options.open_files != 0) {
+    const rlimit open_files{options.open_files, options.open_files};
+    if (setrlimit(RLIMIT_NOFILE, &open_files) != 0) {
+      ChildMessage("setrlimit(RLIMIT_NOFILE)", errno);
+      _exit(kHarnessFailure);
+    }
   }
   if (!BecomeIdentity(id)) _exit(kHarnessFailure);
   execve(args[0], const_cast<char* const*>(args.data()), const_cast<char* const*>(env.data()));
@@ -327,6 +335,8 @@ long BackgroundRun::SamplePeakUntilExit() const {
   }
   return peak;
 }
+
+std::string BackgroundRun::ErrSoFar() const { return err_fd_ >= 0 ? ReadAllFrom(err_fd_) : ""; }
 
 Outcome BackgroundRun::Wait() {
   Outcome outcome;

@@ -8,6 +8,7 @@
 // them fails with the reason.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -47,6 +48,9 @@ struct LaunchOptions {
   // high-water mark through execve, so it reports this test program's own size whenever that is
   // larger, as it is under ASan late in a suite.
   bool sample_peak_memory = false;
+  // Its RLIMIT_NOFILE, soft and hard, set just before its execve (lowering needs no privilege);
+  // 0: this process's.
+  rlim_t open_files = 0;
 };
 
 inline LaunchOptions SamplingPeakMemory() {
@@ -104,6 +108,8 @@ class BackgroundRun {
   pid_t Pid() const { return pid_; }
   // Waits for the process to end and collects its outcome. Call once.
   Outcome Wait();
+  // What it has written to stderr so far (its log, for a server that keeps running).
+  std::string ErrSoFar() const;
 
  private:
   friend class SandboxRunner;
