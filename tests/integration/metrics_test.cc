@@ -48,16 +48,6 @@ bool Answers200(const BackgroundRun& server, int port, const std::string& path) 
   return false;
 }
 
-Outcome Stop(BackgroundRun& server) {
-  kill(server.Pid(), SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!Exited(server.Pid()) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  if (!Exited(server.Pid())) kill(server.Pid(), SIGKILL);
-  return server.Wait();
-}
-
 // The value of the sample `line_start` ("name{labels}"), -1 when the scrape has none.
 double Sample(const std::string& scrape, const std::string& line_start) {
   const size_t at = scrape.find("\n" + line_start + " ");
@@ -109,7 +99,7 @@ json Call(int port, const std::string& session, int id, const json& arguments) {
 TEST_P(MetricsTest, ExecCallsAreCountedAndTheScrapePassesPromtool) {
   const int port = FreePort();
   BackgroundRun server = Serve(port);
-  ASSERT_TRUE(Answers200(server, port, "/healthz")) << Stop(server).Describe();
+  ASSERT_TRUE(Answers200(server, port, "/healthz")) << server.Stop().Describe();
   EXPECT_TRUE(Answers200(server, port, "/readyz")) << "the engine never got warm";
 
   const json init = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
@@ -178,7 +168,7 @@ TEST_P(MetricsTest, ExecCallsAreCountedAndTheScrapePassesPromtool) {
   EXPECT_EQ(status, 0) << "promtool check metrics (Debian: apt-get install prometheus): " << said
                        << "\n" << m;
 
-  const Outcome stopped = Stop(server);
+  const Outcome stopped = server.Stop();
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
 }
 
@@ -190,7 +180,7 @@ TEST_P(MetricsTest, AWarmEngineKeepsReadyAsManyAsRanAtOnceUpToPoolMax) {
   BackgroundRun server =
       Serve(port, {"MCP_EXEC_ENGINE=zygote", "MCP_EXEC_PRELOAD=decimal", "MCP_EXEC_POOL_SIZE=1",
                    "MCP_EXEC_POOL_MAX=3", "MCP_EXEC_MAX_CONCURRENCY=4"});
-  ASSERT_TRUE(Answers200(server, port, "/readyz")) << Stop(server).Describe();
+  ASSERT_TRUE(Answers200(server, port, "/readyz")) << server.Stop().Describe();
   const json init = {
       {"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
       {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
@@ -219,21 +209,21 @@ TEST_P(MetricsTest, AWarmEngineKeepsReadyAsManyAsRanAtOnceUpToPoolMax) {
   } while (std::chrono::steady_clock::now() < deadline);
   EXPECT_EQ(Sample(m, "mcp_exec_engine_sandboxes_target"), 3) << m;
   EXPECT_EQ(Sample(m, "mcp_exec_engine_sandboxes_ready"), 3) << m;
-  const Outcome stopped = Stop(server);
+  const Outcome stopped = server.Stop();
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
 }
 
 TEST_P(MetricsTest, MetricsAuthNoneOpensMetricsButNotMcp) {
   const int port = FreePort();
   BackgroundRun server = Serve(port, {"MCP_EXEC_METRICS_AUTH=none"});
-  ASSERT_TRUE(Answers200(server, port, "/healthz")) << Stop(server).Describe();
+  ASSERT_TRUE(Answers200(server, port, "/healthz")) << server.Stop().Describe();
   const HttpReply scrape = Request(port, "GET", "/metrics");
   EXPECT_EQ(scrape.status, 200);
   EXPECT_THAT(scrape.body, HasSubstr("# TYPE mcp_exec_exec_calls_total counter"));
   EXPECT_EQ(Request(port, "POST", "/mcp", {}, R"({"jsonrpc":"2.0","id":1,"method":"ping"})").status,
             401);
   EXPECT_EQ(Request(port, "GET", "/readyz").status, 200);
-  const Outcome stopped = Stop(server);
+  const Outcome stopped = server.Stop();
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
 }
 

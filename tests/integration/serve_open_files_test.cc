@@ -135,16 +135,6 @@ class ServeOpenFiles : public SandboxTest {
     return false;
   }
 
-  static Outcome Stop(BackgroundRun& server) {
-    kill(server.Pid(), SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!Exited(server.Pid()) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    if (!Exited(server.Pid())) kill(server.Pid(), SIGKILL);
-    return server.Wait();
-  }
-
   // initialize on /mcp; the Mcp-Session-Id ("" on failure).
   static std::string Initialize(int port) {
     const json init = {{"jsonrpc", "2.0"},
@@ -192,7 +182,7 @@ class ServeOpenFiles : public SandboxTest {
 TEST_P(ServeOpenFiles, BelowTheReserveTheServerSaysSoAtStartAndServes) {
   const int port = FreePort();
   BackgroundRun server = Serve(port, 128);
-  ASSERT_TRUE(Serving(server, port)) << Stop(server).Describe();
+  ASSERT_TRUE(Serving(server, port)) << server.Stop().Describe();
   const json warning = LogLine(server.ErrSoFar(), kBelowReserve);
   ASSERT_TRUE(warning.is_object()) << server.ErrSoFar();
   EXPECT_EQ(warning["rlimit_nofile"], 128);
@@ -210,7 +200,7 @@ TEST_P(ServeOpenFiles, BelowTheReserveTheServerSaysSoAtStartAndServes) {
   const auto [status, result] = Exec(port, session, {{"code", "print(1)"}});
   EXPECT_EQ(status, 200) << result;
   EXPECT_EQ(result["structuredContent"]["stdout"], "1\n") << result;
-  const Outcome stopped = Stop(server);
+  const Outcome stopped = server.Stop();
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
 }
 
@@ -224,16 +214,16 @@ TEST_P(ServeOpenFiles, AtTheCapsRunsWorkAndConnectionsOverThemGet503) {
   {
     const int port = FreePort();
     BackgroundRun probe = Serve(port, 128);
-    ASSERT_TRUE(Serving(probe, port)) << Stop(probe).Describe();
+    ASSERT_TRUE(Serving(probe, port)) << probe.Stop().Describe();
     const json warning = LogLine(probe.ErrSoFar(), kBelowReserve);
     ASSERT_TRUE(warning.is_object()) << probe.ErrSoFar();
     reserve = warning["reserve"].get<rlim_t>();
-    Stop(probe);
+    probe.Stop();
   }
   const rlim_t limit = reserve + kConnectionDescriptors;
   const int port = FreePort();
   BackgroundRun server = Serve(port, limit);
-  ASSERT_TRUE(Serving(server, port)) << Stop(server).Describe();
+  ASSERT_TRUE(Serving(server, port)) << server.Stop().Describe();
   EXPECT_FALSE(LogLine(server.ErrSoFar(), kBelowReserve).is_object()) << server.ErrSoFar();
   const json capped = LogLine(server.ErrSoFar(), kCapped);
   ASSERT_TRUE(capped.is_object()) << server.ErrSoFar();
@@ -313,7 +303,7 @@ TEST_P(ServeOpenFiles, AtTheCapsRunsWorkAndConnectionsOverThemGet503) {
   EXPECT_EQ(reopened_status, 200) << reopened;
   EXPECT_FALSE(reopened.value("isError", false)) << reopened;
 
-  const Outcome stopped = Stop(server);
+  const Outcome stopped = server.Stop();
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
   EXPECT_THAT(stopped.err, AllOf(Not(HasSubstr("EMFILE")), Not(HasSubstr("http accept failed"))))
       << stopped.Describe();

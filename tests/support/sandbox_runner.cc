@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <sstream>
 #include <utility>
 
@@ -337,6 +338,23 @@ long BackgroundRun::SamplePeakUntilExit() const {
 }
 
 std::string BackgroundRun::ErrSoFar() const { return err_fd_ >= 0 ? ReadAllFrom(err_fd_) : ""; }
+
+Outcome BackgroundRun::Stop(std::chrono::milliseconds grace) {
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    auto ended = [this] {
+      siginfo_t info{};
+      return waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+             info.si_pid == pid_;
+    };
+    while (!ended() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!ended()) kill(pid_, SIGKILL);
+  }
+  return Wait();
+}
 
 Outcome BackgroundRun::Wait() {
   Outcome outcome;

@@ -108,6 +108,9 @@ class BackgroundRun {
   pid_t Pid() const { return pid_; }
   // Waits for the process to end and collects its outcome. Call once.
   Outcome Wait();
+  // SIGTERM, then Wait(); SIGKILL first if it has not ended within `grace` (a server's
+  // graceful stop). Call once, instead of Wait().
+  Outcome Stop(std::chrono::milliseconds grace = std::chrono::seconds(20));
   // What it has written to stderr so far (its log, for a server that keeps running).
   std::string ErrSoFar() const;
 
