@@ -18,17 +18,29 @@ namespace {
 constexpr size_t kBaseDescriptors = 32;
 
 // A run from its set-up to its end, without its cgroup: both ends of its stdin, stdout and
-// stderr pipes and of its report and start socket pairs while it starts, init's pidfd, the
-// workspace, the supervisor's eventfd; a run with packages adds its layer's lock and, while the
+// stderr pipes and of its report and start socket pairs while it starts (and a cold start's go
+// pipe), init's pidfd, the workspace; a run with packages adds its layer's lock and, while the
 // layer is installed, the index channel (a listener, its stop pipe, a directory, a connection
 // and the file it sends). 10-14 measured at the peak of four short runs at once on each
-// engine, 6 while a run runs.
+// engine, 6 while a run runs. A session's call is counted here too: calls of both kinds take
+// the worker pool's MCP_EXEC_MAX_CONCURRENCY slots.
 constexpr size_t kRunDescriptors = 24;
+
+// The walk of a run's /tmp/outputs once it ends (sandbox::CollectOutputs), while the run's own
+// descriptors are still open: one for each directory level down to the default depth limit
+// (32), the outputs directory and the file being read, and a margin.
+constexpr size_t kOutputWalkDescriptors = 35;
+
+// A tools/call from its request to its end, queued or running (up to MCP_EXEC_MAX_CONCURRENCY
+// + MCP_EXEC_MAX_QUEUE): its cancel eventfd (mcp::InFlight). On the legacy SSE transport a
+// call outlives its POST, which is answered 202 at once, so it is not in the connection budget.
+constexpr size_t kCallDescriptors = 1;
 
 // An open session between calls, without its cgroup: init's and the interpreter's pidfds, the
 // report and start (control) sockets, the workspace, and the next call's descriptors made
 // ahead (the code's memfd and both ends of three pipes, docs/sessions.md), plus its layer's
-// lock with packages. 13 measured idle, 14 during a call.
+// lock with packages. 13 measured idle, 14 during a call. A zygote's session also keeps its
+// zygote alive (sandbox::Sandbox holds it), which may be one replaced since: counted apart.
 constexpr size_t kSessionDescriptors = 16;
 
 // A sandbox a warm engine keeps ready, without its cgroup: init's pidfd, the report and start
@@ -54,8 +66,9 @@ constexpr size_t kCgroupJoinFiles = 4;
 // init's pidfd.
 constexpr size_t kRemainsDescriptors = 1;
 
-// Zygotes of one engine at once: the one being replaced (after MCP_EXEC_ZYGOTE_MAX_FORKS or
-// MCP_EXEC_ZYGOTE_MAX_AGE_S) lives until its last ready fork is taken.
+// Zygotes of one engine at once besides those its sessions keep: the one forking, and the one
+// it replaced (after MCP_EXEC_ZYGOTE_MAX_FORKS or MCP_EXEC_ZYGOTE_MAX_AGE_S), which lives until
+// the last sandbox forked from it is gone.
 constexpr size_t kZygotesPerEngine = 2;
 
 }  // namespace
@@ -66,25 +79,29 @@ size_t DescriptorReserve(const config::Config& config, size_t environments,
   const size_t held_cgroup = cgroups ? kCgroupFiles : 0;
   const size_t starting_cgroup =
       held_cgroup + (backend == limits::Backend::kCgroup1 ? kCgroupJoinFiles : 0);
-  const size_t run = kRunDescriptors + starting_cgroup;
+  const size_t run = kRunDescriptors + kOutputWalkDescriptors + starting_cgroup;
   const size_t ready = kReadySandboxDescriptors + held_cgroup;
+  const size_t zygote_held = kZygoteDescriptors + held_cgroup;
+  // auto counts as zygote, the engine it prefers and the one that holds the most.
+  const bool zygote =
+      config.engine != config::EngineKind::kCold && config.engine != config::EngineKind::kPool;
 
   size_t engine = 0;
   if (config.engine != config::EngineKind::kCold) {
-    // auto counts as zygote, the engine it prefers and the one that holds the most.
-    const bool zygote = config.engine != config::EngineKind::kPool;
     const bool packages = !config.wheelhouse.empty() || !config.package_index.empty();
     size_t kept = static_cast<size_t>(config::PoolMax(config));
     // A zygote also keeps one sandbox ready for each of the last MCP_EXEC_POOL_SIZE package
     // layers used.
     if (zygote && packages) kept += static_cast<size_t>(config.pool_size);
     engine = kept * ready + run;  // run: the one its refill is making
-    if (zygote) engine += kZygotesPerEngine * (kZygoteDescriptors + held_cgroup);
+    if (zygote) engine += kZygotesPerEngine * zygote_held;
   }
+  const size_t session = kSessionDescriptors + held_cgroup + (zygote ? zygote_held : 0);
+  const size_t runs = static_cast<size_t>(std::max(config.max_concurrency, 1));
+  const size_t calls = runs + static_cast<size_t>(std::max(config.max_queue, 0));
 
-  return kBaseDescriptors + static_cast<size_t>(std::max(config.max_concurrency, 1)) * run +
-         static_cast<size_t>(std::max(config.max_sessions, 0)) *
-             (kSessionDescriptors + held_cgroup) +
+  return kBaseDescriptors + runs * run + calls * kCallDescriptors +
+         static_cast<size_t>(std::max(config.max_sessions, 0)) * session +
          std::max<size_t>(environments, 1) * engine +
          sandbox::Teardown::kMaxPending * (kRemainsDescriptors + held_cgroup);
 }

@@ -209,6 +209,10 @@ bool TaskStore::EndLocked(Task& task, TaskStatus status, nlohmann::json payload,
       task.view_.status_message = payload.value("message", std::string("the task failed"));
     }
     task.ended_steady_ = std::chrono::steady_clock::now();
+    // Its run has returned (Finish) or never started (Discard): nothing reads the cancel
+    // eventfd any more, and a kept task holds no descriptor (a store of MCP_EXEC_MAX_TASKS ended
+    // tasks held as many). RequestCancel writes to it only under this lock, before the end.
+    task.cancel_.Reset();
     task.view_.payload = std::move(payload);
     task.view_.payload_bytes = bytes;
     ++task.view_.version;
@@ -288,14 +292,13 @@ void TaskStore::MarkCancelled(const std::shared_ptr<Task>& task, const std::stri
 }
 
 bool TaskStore::RequestCancel(const std::shared_ptr<Task>& task) {
-  {
-    std::lock_guard lock(task->mu_);
-    if (IsTerminal(task->view_.status)) return false;
-    if (task->cancel_requested_) return true;
-    task->cancel_requested_ = true;
-    task->view_.status_message = "cancelling";
-    task->input_cv_.notify_all();
-  }
+  std::lock_guard lock(task->mu_);
+  if (IsTerminal(task->view_.status)) return false;
+  if (task->cancel_requested_) return true;
+  task->cancel_requested_ = true;
+  task->view_.status_message = "cancelling";
+  task->input_cv_.notify_all();
+  // Under the lock, while the task has not ended: its end closes the descriptor (EndLocked).
   const uint64_t one = 1;
   (void)!write(task->cancel_.Get(), &one, sizeof one);
   return true;

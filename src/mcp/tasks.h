@@ -75,7 +75,8 @@ class Task {
  public:
   const std::string& Id() const { return id_; }
   const std::string& Owner() const { return owner_; }
-  // Readable once the task is cancelled: the run's ToolCallContext::cancel_fd.
+  // Readable once the task is cancelled: the run's ToolCallContext::cancel_fd. Closed when the
+  // task ends (-1 from then on): only its run, which has returned by then, reads it.
   int CancelFd() const { return cancel_.Get(); }
   bool CancelRequested() const;
   TaskView View() const;
@@ -111,7 +112,7 @@ class Task {
 
   std::string id_;
   std::string owner_;
-  UniqueFd cancel_;    // eventfd
+  UniqueFd cancel_;   // eventfd, until the task ends; under mu_ once the run has started
   uint64_t seq_ = 0;  // creation order: the list cursor
   std::chrono::steady_clock::time_point created_steady_;
   std::chrono::steady_clock::time_point ended_steady_;  // under mu_, once terminal

@@ -196,8 +196,7 @@ bool ForEachMapping(Mapping&& mapping) {
                &path_at) < 6) {
       continue;
     }
-    mapping(uintptr_t{start}, uintptr_t{end}, static_cast<const char*>(perms), inode,
-            static_cast<const char*>(line + path_at));
+    mapping(uintptr_t{start}, uintptr_t{end}, perms, inode, line + path_at);
   }
   fclose(maps);
   return true;
@@ -221,7 +220,7 @@ PyObject* CollapseMemory(PyObject*, PyObject*) {
     const uintptr_t to = end & ~(kHugePage - 1);
     if (to > from) spans.emplace_back(from, to);
   });
-  if (!read) return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/maps");
+  if (!read) Py_RETURN_NONE;
   // One call a region: each call first drains every CPU's page lists, which costs milliseconds.
   for (const auto& [from, to] : spans) {
     madvise(reinterpret_cast<void*>(from), to - from, MADV_COLLAPSE);

@@ -301,13 +301,7 @@ class HttpServe {
   pid_t Pid() const { return server_.Pid(); }
   Outcome Stop() {
     stopped_ = true;
-    kill(server_.Pid(), SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (!Exited(server_.Pid()) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(20ms);
-    }
-    if (!Exited(server_.Pid())) kill(server_.Pid(), SIGKILL);
-    return server_.Wait();
+    return server_.Stop();
   }
 
  private:

@@ -3,8 +3,6 @@
 // `promtool check metrics` (Debian's prometheus package; its absence fails the test), and the
 // token guards /metrics unless MCP_EXEC_METRICS_AUTH=none; a warm engine's ready sandboxes
 // follow the runs in flight.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>

@@ -67,12 +67,6 @@ Outcome WaitForExit(BackgroundRun& server) {
   return server.Wait();
 }
 
-// SIGTERM, then the outcome of the graceful stop.
-Outcome Stop(BackgroundRun& server) {
-  kill(server.Pid(), SIGTERM);
-  return WaitForExit(server);
-}
-
 class ServeAuth : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_EQ(runner_.Problem(), ""); }
@@ -93,9 +87,9 @@ class ServeAuth : public ::testing::Test {
 TEST_F(ServeAuth, OffLoopbackWithoutATokenRefusesToStartLoopbackStillStarts) {
   const int port = FreePort();
   BackgroundRun loopback = Serve("127.0.0.1:" + std::to_string(port));
-  ASSERT_TRUE(Serving(loopback, port)) << Stop(loopback).Describe();
+  ASSERT_TRUE(Serving(loopback, port)) << loopback.Stop(std::chrono::seconds(15)).Describe();
   EXPECT_EQ(HttpStatus(port, "POST", "/mcp", {}, kInitialize), 200) << "no token, no auth";
-  const Outcome stopped = Stop(loopback);
+  const Outcome stopped = loopback.Stop(std::chrono::seconds(15));
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
 
   for (const std::string addr : {"0.0.0.0:0", ":0"}) {
@@ -117,9 +111,9 @@ TEST_F(ServeAuth, OffLoopbackWithoutATokenStartsWhenChosen) {
   for (const auto& [flags, env] : choices) {
     const int port = FreePort();
     BackgroundRun server = Serve("0.0.0.0:" + std::to_string(port), flags, env);
-    ASSERT_TRUE(Serving(server, port)) << Stop(server).Describe();
+    ASSERT_TRUE(Serving(server, port)) << server.Stop(std::chrono::seconds(15)).Describe();
     EXPECT_EQ(HttpStatus(port, "POST", "/mcp", {}, kInitialize), 200);
-    const Outcome stopped = Stop(server);
+    const Outcome stopped = server.Stop(std::chrono::seconds(15));
     EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
     // The choice is logged, once, at start.
     EXPECT_THAT(stopped.err, HasSubstr("by choice (MCP_EXEC_ALLOW_UNAUTHENTICATED=1)"));
@@ -139,7 +133,7 @@ TEST_F(ServeAuth, TokenFileGuardsMcpAndStaysOffTheCommandLine) {
   const int port = FreePort();
   // Off loopback: a token is what makes that allowed.
   BackgroundRun server = Serve("0.0.0.0:" + std::to_string(port), {"--auth-token-file", path});
-  ASSERT_TRUE(Serving(server, port)) << Stop(server).Describe();
+  ASSERT_TRUE(Serving(server, port)) << server.Stop(std::chrono::seconds(15)).Describe();
 
   auto cmdline = ReadFile("/proc/" + std::to_string(server.Pid()) + "/cmdline");
   ASSERT_TRUE(cmdline.ok()) << cmdline.error().message;
@@ -151,7 +145,7 @@ TEST_F(ServeAuth, TokenFileGuardsMcpAndStaysOffTheCommandLine) {
   EXPECT_EQ(HttpStatus(port, "POST", "/mcp", {"X-MCP-AUTH: " + token}, kInitialize), 200);
   EXPECT_EQ(HttpStatus(port, "POST", "/mcp", {"Authorization: Bearer " + token}, kInitialize),
             200);
-  const Outcome stopped = Stop(server);
+  const Outcome stopped = server.Stop(std::chrono::seconds(15));
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
   EXPECT_THAT(stopped.err, Not(HasSubstr(token)));
   EXPECT_THAT(stopped.err, Not(HasSubstr("--auth-token, where")));
@@ -161,9 +155,9 @@ TEST_F(ServeAuth, TokenOnTheCommandLineIsWarnedAboutWithoutTheToken) {
   const std::string token = RandomToken();
   const int port = FreePort();
   BackgroundRun server = Serve("127.0.0.1:" + std::to_string(port), {"--auth-token", token});
-  ASSERT_TRUE(Serving(server, port)) << Stop(server).Describe();
+  ASSERT_TRUE(Serving(server, port)) << server.Stop(std::chrono::seconds(15)).Describe();
   EXPECT_EQ(HttpStatus(port, "POST", "/mcp", {"X-MCP-AUTH: " + token}, kInitialize), 200);
-  const Outcome stopped = Stop(server);
+  const Outcome stopped = server.Stop(std::chrono::seconds(15));
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
   EXPECT_THAT(stopped.err, AllOf(HasSubstr("--auth-token, where every local user can read it"),
                                  HasSubstr("--auth-token-file"), Not(HasSubstr(token))));

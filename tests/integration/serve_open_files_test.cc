@@ -6,13 +6,11 @@
 // connection over the cap gets a 503, and nothing meets EMFILE. Below the reserve the server
 // says so at start, naming the fix, and serves.
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>

@@ -20,8 +20,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <thread>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 namespace mcpexec::testing {

@@ -1,10 +1,11 @@
 // Tasks: the store's limits, and both eras' wire through a Session with fake tools. Each case
 // plays a client, a hostile one where it says so.
+#include <fcntl.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
-
 #include <fstream>
 #include <string>
 #include <thread>
@@ -222,6 +223,22 @@ TEST(TaskStore, DroppingAnOwnerCancelsItsRunsAndForgetsItsTasks) {
   store.Finish(task, TaskStatus::kCompleted, ResultOf(10));  // the run returns later
   EXPECT_EQ(store.GetStats().running, 1u);
   EXPECT_EQ(store.GetStats().result_bytes, 0u);
+}
+
+// A store keeps up to MCP_EXEC_MAX_TASKS ended tasks for their TTL: none holds a descriptor.
+TEST(TaskStore, AnEndedTaskHoldsNoDescriptorAndCannotBeCancelled) {
+  TaskStore store(SmallLimits());
+  auto done = *store.Create("a", std::nullopt);
+  auto failed = *store.Create("a", std::nullopt);
+  const int fd = done->CancelFd();
+  ASSERT_GE(fd, 0);
+  store.Finish(done, TaskStatus::kCompleted, ResultOf(10));
+  store.Discard(failed);
+  EXPECT_EQ(done->CancelFd(), -1);
+  EXPECT_EQ(failed->CancelFd(), -1);
+  EXPECT_EQ(fcntl(fd, F_GETFD), -1) << "the eventfd is closed";
+  EXPECT_EQ(store.Find("a", done->Id()), done) << "the task itself is kept";
+  EXPECT_FALSE(store.RequestCancel(done)) << "nothing is written to a closed descriptor";
 }
 
 TEST(TaskStore, AnEndedTaskIsKeptLongEnoughToBePolledOnce) {

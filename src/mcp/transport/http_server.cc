@@ -69,16 +69,16 @@ void SendHeaderMismatch(Response& res, const jsonrpc::Id& id, const std::string&
 }
 
 // What connections get even where the reserve leaves less: two requests served at once (a
-// socket and, while it streams, an eventfd each) and four waiting, without which the server
-// answers nobody.
+// socket and its reply queue's eventfd each) and four waiting, without which the server answers
+// nobody.
 constexpr size_t kMinConnectionDescriptors = 8;
 
 // Fits the connection caps into the descriptor limit less `reserve`, what the rest of the
 // process may hold (HttpServerOptions::descriptor_reserve), first raising the soft limit to the
 // hard one (sandboxes get their own, lower, RLIMIT_NOFILE). A request being served needs a
-// socket and, while it streams, an eventfd; an idle connection needs its socket. More
-// connections than the limit allows would make accept() fail with EMFILE instead of answering
-// 503, and leave runs and sessions without their pipes.
+// socket and its reply queue's eventfd (a call's cancel eventfd is in the reserve); an idle
+// connection needs its socket. More connections than the limit allows would make accept() fail
+// with EMFILE instead of answering 503, and leave runs and sessions without their pipes.
 //
 // A limit that cannot hold the reserve and a handful of connections is warned about at start,
 // not refused: the reserve adds up every unit's maximum (every session open, every engine's pool
