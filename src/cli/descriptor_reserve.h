@@ -1,6 +1,7 @@
 // The descriptors `serve` may hold open besides its HTTP connections, from its configuration:
 // what mcp::HttpServer keeps out of the open-file limit when it fits its connection caps into
-// it (HttpServerOptions::descriptor_reserve). Pure: no system call.
+// it (HttpServerOptions::descriptor_reserve), and what every transport checks its open-file
+// limit against at start (RaiseOpenFileLimit). Pure: no system call.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +16,9 @@ namespace mcpexec::cli {
 // set up, running or walking their outputs, the calls running or queued (MCP_EXEC_MAX_QUEUE),
 // MCP_EXEC_MAX_SESSIONS open sessions (with the zygote each keeps), the warm engine of each of
 // the `environments` offered (its zygotes and up to MCP_EXEC_POOL_MAX ready sandboxes) and the
-// teardown's backlog, each sandbox with the cgroup files `backend` keeps open. `config` is resolved (ResolveConfig: the
-// CPU count as MCP_EXEC_MAX_CONCURRENCY). A sum of maxima: the worst case, not the usual load.
+// teardown's backlog, each sandbox with the cgroup files `backend` keeps open. `config` is
+// resolved (ResolveConfig: the CPU count as MCP_EXEC_MAX_CONCURRENCY). A sum of maxima: the
+// worst case, not the usual load.
 // The per-unit counts, measured, are in descriptor_reserve.cc.
 size_t DescriptorReserve(const config::Config& config, size_t environments,
                          limits::Backend backend);

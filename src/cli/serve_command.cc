@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/descriptor_reserve.h"
+#include "cli/open_file_limit.h"
 #include "cli/readiness.h"
 #include "cli/serve_metrics.h"
 #include "exec/environment_engines.h"
@@ -78,7 +79,7 @@ sigset_t StopSignals() {
 // Serves Streamable HTTP and legacy SSE until SIGINT or SIGTERM, with /metrics from `sources`
 // and /readyz judged from the engine.
 int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& config,
-              const ServeMetricsSources& sources) {
+              const ServeMetricsSources& sources, size_t descriptor_reserve) {
   auto address = mcp::transport::ParseListenAddress(config.addr);
   if (!address.ok()) {
     log::Error("invalid configuration", {{"error", address.error().message}});
@@ -93,9 +94,7 @@ int ServeHttp(mcp::Server& server, mcp::WorkerPool& pool, const config::Config& 
   options.request_timeout = std::chrono::seconds(config.http_request_timeout_s);
   options.write_timeout = std::chrono::seconds(config.http_write_timeout_s);
   options.min_transfer_rate = config.http_min_rate;
-  const size_t environments =
-      sources.environments ? sources.environments->Offered().environments.size() : 1;
-  options.descriptor_reserve = DescriptorReserve(config, environments, sources.limits_backend);
+  options.descriptor_reserve = descriptor_reserve;
   auto proxies = http::TrustedProxies::Parse(config.trusted_proxies);
   if (!proxies.ok()) {
     log::Error("invalid configuration",
@@ -177,6 +176,11 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   }
   const std::shared_ptr<engine::Engine>& engine = (*environments)->DefaultEngine();
   const sandbox::LaunchPlan& plan = engine->Plan();
+  const size_t descriptor_reserve = DescriptorReserve(
+      *config, (*environments)->Offered().environments.size(), plan.Limits().Kind());
+  RaiseOpenFileLimit(descriptor_reserve, config->transport == config::Transport::kStdio
+                                             ? 0
+                                             : mcp::kMinConnectionDescriptors);
   // A client that goes away mid-write must not kill the server.
   signal(SIGPIPE, SIG_IGN);
   if (config->transport != config::Transport::kStdio) {
@@ -258,7 +262,7 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   const ServeMetricsSources sources{version,      exec_metrics.get(),    &pool,
                                     engine.get(), plan.Limits().Kind(), environments->get(),
                                     &teardown,    &server.Tasks(),       &server.Listening()};
-  return ServeHttp(server, pool, *config, sources);
+  return ServeHttp(server, pool, *config, sources, descriptor_reserve);
 }
 
 }  // namespace mcpexec::cli

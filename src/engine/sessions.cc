@@ -122,11 +122,18 @@ Result<SessionInfo> SessionStore::Open(const std::string& caller, Engine& engine
     release();
     return std::move(session).error().WithContext("open a session");
   }
+  // Without a pidfd of its own for the init, a busy session could not be killed when it is
+  // closed or expires: refused, its sandbox destroyed here.
+  Result<UniqueFd> init = session->DupInitPidfd();
+  if (!init.ok()) {
+    release();
+    return std::move(init).error().WithContext("open a session");
+  }
   auto entry = std::make_shared<Entry>();
   entry->caller = caller;
   entry->environment = environment;
   entry->engine = std::move(keep);
-  entry->init = session->DupInitPidfd();
+  entry->init = std::move(*init);
   entry->created = entry->last_used = Clock::now();
   entry->session.emplace(std::move(*session));
   const std::string name = "s" + instance_ + "_" + *handle;

@@ -222,7 +222,7 @@ class ConnectionServer::Loop {
       // Out of descriptors (or memory): an idle connection gives its descriptor up; with none,
       // the pending connection stays queued and accepting pauses instead of spinning on it.
       if (err == EMFILE || err == ENFILE) {
-        if (EvictOne()) continue;
+        if (EvictOne(err)) continue;
       }
       if (auto held = accept_error_log_.Allow()) {
         log::Error("http accept failed", {{"errno", strerrorname_np(err)}, {"held_back", *held}});
@@ -506,9 +506,10 @@ class ConnectionServer::Loop {
     return true;
   }
 
-  // Closes the connection idle for longest, preferring one none of whose requests was admitted.
-  // False when there is none.
-  bool EvictOne() {
+  // Closes the connection idle for longest, preferring one none of whose requests was admitted:
+  // at the idle cap, or, with `accept_errno` (EMFILE, ENFILE), to free a descriptor for a
+  // connection accept() could not take. False when there is none.
+  bool EvictOne(int accept_errno = 0) {
     auto victim = unproven_.empty() ? idle_.end() : idle_.find(unproven_.front());
     if (victim == idle_.end()) {
       for (auto it = idle_.begin(); it != idle_.end(); ++it) {
@@ -516,7 +517,15 @@ class ConnectionServer::Loop {
       }
     }
     if (victim == idle_.end()) return false;
-    if (auto held = eviction_log_.Allow()) {
+    if (accept_errno != 0) {
+      if (auto held = descriptor_eviction_log_.Allow()) {
+        log::Warn("out of open files: closing the connection idle for longest to accept one",
+                  {{"errno", strerrorname_np(accept_errno)},
+                   {"idle_connections", idle_.size()},
+                   {"held_back", *held},
+                   {"fix", "raise the hard open file limit (LimitNOFILE=, ulimit -Hn)"}});
+      }
+    } else if (auto held = eviction_log_.Allow()) {
       log::Warn("idle connections at the cap: closing the one idle for longest",
                 {{"max_idle_connections", limits_.max_idle_connections}, {"held_back", *held}});
     }
@@ -547,6 +556,7 @@ class ConnectionServer::Loop {
   log::Throttle peer_refusal_log_;
   log::Throttle busy_log_;
   log::Throttle eviction_log_;
+  log::Throttle descriptor_eviction_log_;
   log::Throttle unproven_log_;
   log::Throttle peer_eviction_log_;
   log::Throttle peer_busy_log_;

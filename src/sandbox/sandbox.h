@@ -139,8 +139,8 @@ class Session {
   // result without reading the cgroup again.
   const limits::Usage& UsageAfterLastCall() const { return after_last_call_; }
   // A pidfd of init, its own descriptor: another thread ends the session through it (SIGKILL)
-  // while a call runs. Invalid when it cannot be had.
-  UniqueFd DupInitPidfd() const;
+  // while a call runs. An error when init has ended or the descriptor cannot be had (EMFILE).
+  Result<UniqueFd> DupInitPidfd() const;
 
  private:
   explicit Session(Sandbox box) : box_(std::move(box)) {}

@@ -522,10 +522,18 @@ Result<Session> Session::Start(Sandbox box) {
   return session;
 }
 
-UniqueFd Session::DupInitPidfd() const {
+Result<UniqueFd> Session::DupInitPidfd() const {
   const ChildProcess& init = box_.init_;
-  if (init.Reaped() || init.PidFd() < 0) return UniqueFd();
-  return UniqueFd(fcntl(init.PidFd(), F_DUPFD_CLOEXEC, 0));
+  if (init.Reaped() || init.PidFd() < 0) {
+    return MakeError(ErrorCode::kUnavailable, "the session's sandbox ended as it started");
+  }
+  UniqueFd dup(fcntl(init.PidFd(), F_DUPFD_CLOEXEC, 0));
+  if (!dup.Valid()) {
+    const bool out_of_descriptors = errno == EMFILE || errno == ENFILE;
+    return Errno(out_of_descriptors ? ErrorCode::kResourceExhausted : ErrorCode::kInternal,
+                 "dup(the session's init pidfd)");
+  }
+  return dup;
 }
 
 void Session::AdoptNextCallDescriptors(CallDescriptors& fds) {

@@ -2,6 +2,7 @@
 // Run() are separable steps, and a sandbox destroyed without running leaves no process.
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -774,6 +775,36 @@ TEST_F(ZygoteTest, RunsThatFindNoneReadyForkTheirOwnAndLeaveNoneExtra) {
 // The string hash seed is fixed when an interpreter starts: the runs of one zygote share it, and
 // a new zygote has its own. With MCP_EXEC_ZYGOTE_MAX_FORKS=2 the seed keeps changing; with the
 // default it does not.
+// A session's pidfd of its init, by which its store kills it while a call runs, is an error
+// when the descriptor table is full, never an invalid descriptor taken for one: the store then
+// refuses to open the session (SessionStore::Open) instead of keeping one it could not kill.
+TEST_F(ZygoteTest, ASessionSaysWhenItCannotDuplicateItsInitPidfd) {
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"decimal"});
+  ASSERT_NE(zygote, nullptr);
+  auto box = zygote->Fork(std::chrono::seconds(30));
+  ASSERT_TRUE(box.ok()) << box.error().message;
+  auto session = sandbox::Session::Start(std::move(*box));
+  ASSERT_TRUE(session.ok()) << session.error().message;
+  auto pidfd = session->DupInitPidfd();
+  ASSERT_TRUE(pidfd.ok()) << pidfd.error().message;
+  EXPECT_TRUE(pidfd->Valid());
+
+  // Every descriptor below the lowest free one is open, so a soft limit there leaves none.
+  const int lowest_free = dup(0);
+  ASSERT_GE(lowest_free, 0);
+  close(lowest_free);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit full = saved;
+  full.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &full), 0);
+  auto refused = session->DupInitPidfd();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_FALSE(refused.ok()) << "a descriptor above the soft limit";
+  EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_THAT(refused.error().message, HasSubstr("EMFILE"));
+}
+
 TEST_F(ZygoteTest, AZygoteIsReplacedAfterItsForks) {
   for (const int max_forks : {1000, 2}) {
     SCOPED_TRACE("MCP_EXEC_ZYGOTE_MAX_FORKS=" + std::to_string(max_forks));

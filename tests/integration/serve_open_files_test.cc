@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -305,6 +306,67 @@ TEST_P(ServeOpenFiles, AtTheCapsRunsWorkAndConnectionsOverThemGet503) {
   EXPECT_EQ(stopped.exit_status, 0) << stopped.Describe();
   EXPECT_THAT(stopped.err, AllOf(Not(HasSubstr("EMFILE")), Not(HasSubstr("http accept failed"))))
       << stopped.Describe();
+}
+
+// The soft open-file limit at `pid` (/proc/PID/limits), or 0.
+rlim_t SoftOpenFiles(pid_t pid) {
+  std::ifstream limits("/proc/" + std::to_string(pid) + "/limits");
+  for (std::string line; std::getline(limits, line);) {
+    if (line.rfind("Max open files", 0) == 0) return std::stoull(line.substr(26));
+  }
+  return 0;
+}
+
+// Over stdio too, the server raises its soft open-file limit to the hard one (a shell's soft
+// 1,024 is below what the default configuration may hold on cgroup v1), and says so at start,
+// naming the fix, where the hard one is below the reserve.
+TEST_P(ServeOpenFiles, AStdioServerRaisesItsSoftLimitToTheHardOne) {
+  const std::string input =
+      json({{"jsonrpc", "2.0"},
+            {"id", 1},
+            {"method", "initialize"},
+            {"params",
+             {{"protocolVersion", "2025-06-18"},
+              {"capabilities", json::object()},
+              {"clientInfo", {{"name", "serve-open-files-test"}, {"version", "1"}}}}}})
+          .dump() +
+      "\n" + json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}).dump() + "\n" +
+      json({{"jsonrpc", "2.0"},
+            {"id", 2},
+            {"method", "tools/call"},
+            {"params", {{"name", "exec"}, {"arguments", {{"code", "print(1)"}}}}}})
+          .dump() +
+      "\n";
+  for (const rlim_t hard : {rlim_t{4096}, rlim_t{128}}) {
+    LaunchOptions options;
+    options.open_files = hard;
+    options.open_files_soft = 64;
+    options.input = input;
+    options.hold_stdin_open = true;
+    options.env = {"MCP_EXEC_MAX_CONCURRENCY=2", "MCP_EXEC_ENVIRONMENTS=default"};
+    BackgroundRun server =
+        runner_.StartCommand({runner_.Binary(), "serve", "--rootfs", runner_.Rootfs()}, options);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!LogLine(server.ErrSoFar(), "exec").is_object() && !Exited(server.Pid()) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    ASSERT_TRUE(LogLine(server.ErrSoFar(), "exec").is_object()) << server.Stop().Describe();
+    EXPECT_EQ(SoftOpenFiles(server.Pid()), hard) << "hard limit " << hard;
+    const json warning = LogLine(server.ErrSoFar(), kBelowReserve);
+    if (hard == 4096) {
+      EXPECT_FALSE(warning.is_object()) << server.ErrSoFar();
+    } else {
+      ASSERT_TRUE(warning.is_object()) << server.ErrSoFar();
+      EXPECT_EQ(warning["rlimit_nofile"], hard);
+      EXPECT_THAT(warning["fix"].get<std::string>(),
+                  AllOf(HasSubstr("raise the hard limit to at least " +
+                                  std::to_string(warning["reserve"].get<int>())),
+                        Not(HasSubstr("connections"))));
+    }
+    const Outcome stopped = server.Stop();
+    EXPECT_THAT(stopped.out, HasSubstr(R"(\"stdout\":\"1\\n\")")) << stopped.Describe();
+  }
 }
 
 MCPEXEC_INSTANTIATE_FOR_BOTH_MODES(ServeOpenFiles);

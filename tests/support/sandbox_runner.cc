@@ -165,7 +165,9 @@ pid_t Spawn(const std::vector<std::string>& argv, const LaunchOptions& options,
     if (null_fd != kLeakedFd) close(null_fd);
   }
   if (options.open_files != 0) {
-    const rlimit open_files{options.open_files, options.open_files};
+    const rlimit open_files{
+        options.open_files_soft != 0 ? options.open_files_soft : options.open_files,
+        options.open_files};
     if (setrlimit(RLIMIT_NOFILE, &open_files) != 0) {
       ChildMessage("setrlimit(RLIMIT_NOFILE)", errno);
       _exit(kHarnessFailure);

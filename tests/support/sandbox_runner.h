@@ -49,8 +49,9 @@ struct LaunchOptions {
   // larger, as it is under ASan late in a suite.
   bool sample_peak_memory = false;
   // Its RLIMIT_NOFILE, soft and hard, set just before its execve (lowering needs no privilege);
-  // 0: this process's.
+  // 0: this process's. `open_files_soft`, when not 0, is the soft limit instead (below the hard).
   rlim_t open_files = 0;
+  rlim_t open_files_soft = 0;
 };
 
 inline LaunchOptions SamplingPeakMemory() {

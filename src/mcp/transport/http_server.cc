@@ -68,49 +68,19 @@ void SendHeaderMismatch(Response& res, const jsonrpc::Id& id, const std::string&
   SendJson(res, 400, jsonrpc::MakeError(id, kHeaderMismatch, "Header mismatch: " + why));
 }
 
-// What connections get even where the reserve leaves less: two requests served at once (a
-// socket and its reply queue's eventfd each) and four waiting, without which the server answers
-// nobody.
-constexpr size_t kMinConnectionDescriptors = 8;
-
-// Fits the connection caps into the descriptor limit less `reserve`, what the rest of the
-// process may hold (HttpServerOptions::descriptor_reserve), first raising the soft limit to the
-// hard one (sandboxes get their own, lower, RLIMIT_NOFILE). A request being served needs a
-// socket and its reply queue's eventfd (a call's cancel eventfd is in the reserve); an idle
-// connection needs its socket. More connections than the limit allows would make accept() fail
-// with EMFILE instead of answering 503, and leave runs and sessions without their pipes.
-//
-// A limit that cannot hold the reserve and a handful of connections is warned about at start,
-// not refused: the reserve adds up every unit's maximum (every session open, every engine's pool
-// at its burst size while its zygote is replaced, a full teardown backlog, every run starting at
-// once), which a server seldom reaches, and one that does fails only what does not fit: a run
-// or session without its descriptors is a tool error, and an accept() that meets EMFILE closes
-// an idle connection or pauses (tools/faults serves so at 64 descriptors). Refusing would stop
-// servers that carry their actual load, on a host whose operator was told what to raise.
+// Fits the connection caps into the open-file limit less `reserve`, what the rest of the
+// process may hold (HttpServerOptions::descriptor_reserve), leaving at least
+// kMinConnectionDescriptors. A request being served needs a socket and its reply queue's eventfd
+// (a call's cancel eventfd is in the reserve); an idle connection needs its socket. More
+// connections than the limit allows would make accept() fail with EMFILE instead of answering
+// 503, and leave runs and sessions without their pipes. Where the limit is below the reserve
+// (`serve` has warned at start, cli::RaiseOpenFileLimit), connections get the least.
 void FitConnectionCaps(http::ConnectionLimits& limits, size_t reserve) {
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
-  if (limit.rlim_cur == RLIM_INFINITY) return;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
   const size_t nofile = limit.rlim_cur;
-  const size_t least = reserve + kMinConnectionDescriptors;
-  size_t budget = kMinConnectionDescriptors;
-  if (nofile >= least) {
-    budget = nofile - reserve;
-  } else {
-    log::Warn("open file limit is below what this configuration may hold",
-              {{"rlimit_nofile", nofile},
-               {"reserve", reserve},
-               {"fix", "raise the hard limit to at least " + std::to_string(least) +
-                           ", more for more connections (LimitNOFILE=, ulimit -Hn, "
-                           "--ulimit nofile=), or lower MCP_EXEC_MAX_SESSIONS, "
-                           "MCP_EXEC_MAX_CONCURRENCY, MCP_EXEC_POOL_MAX or the environments "
-                           "offered (MCP_EXEC_ENVIRONMENTS)"}});
-  }
+  const size_t budget =
+      nofile >= reserve + kMinConnectionDescriptors ? nofile - reserve : kMinConnectionDescriptors;
   const size_t active = std::min(limits.max_connections, std::max<size_t>(budget / 4, 1));
   const size_t idle = std::min(limits.max_idle_connections,
                                std::max<size_t>(budget - 2 * active, 1));

@@ -34,6 +34,11 @@ struct NotReady {
   std::string reason;
 };
 
+// What connections get even where the open-file limit leaves less after the reserve
+// (HttpServerOptions::descriptor_reserve): two requests served at once (a socket and its reply
+// queue's eventfd each) and four waiting, without which the server answers nobody.
+inline constexpr size_t kMinConnectionDescriptors = 8;
+
 struct HttpServerOptions {
   transport::ListenAddress listen;  // from transport::ParseListenAddress(MCP_EXEC_ADDR)
   std::string auth_token;      // empty = no auth (serve refuses that off loopback)
