@@ -62,8 +62,8 @@ constexpr size_t kCgroupFiles = 5;
 // on cgroup v1 than with the rlimit backend.
 constexpr size_t kCgroupJoinFiles = 4;
 
-// A finished run's remains waiting in the teardown (sandbox/teardown.h), without its cgroup:
-// init's pidfd.
+// A finished run's remains waiting in the teardown (sandbox/teardown.h): init's pidfd. Its
+// cgroup's files are closed once the run's accounting is read (RunCgroup::CloseFiles).
 constexpr size_t kRemainsDescriptors = 1;
 
 // Zygotes of one engine at once besides those its sessions keep: the one forking, and the one
@@ -103,7 +103,7 @@ size_t DescriptorReserve(const config::Config& config, size_t environments,
   return kBaseDescriptors + runs * run + calls * kCallDescriptors +
          static_cast<size_t>(std::max(config.max_sessions, 0)) * session +
          std::max<size_t>(environments, 1) * engine +
-         sandbox::Teardown::kMaxPending * (kRemainsDescriptors + held_cgroup);
+         sandbox::Teardown::kMaxPending * kRemainsDescriptors;
 }
 
 }  // namespace mcpexec::cli

@@ -101,16 +101,18 @@ class Cgroup1Run final : public RunCgroup {
     return ReadCgroupNumber(dirs_.pids, "pids.current");
   }
 
-  Result<Usage> Finish() override {
+  void CloseFiles() override {
+    for (CgroupFile* file : {&oom_control_, &peak_, &current_, &cpu_}) file->Close();
+  }
+
+  Result<void> Remove() override {
     finished_ = true;
-    const Usage usage = Read();
-    MCPEXEC_RETURN_IF_ERROR(RemoveAll());
-    return usage;
+    return RemoveAll();
   }
 
  private:
   Result<void> RemoveAll() {
-    for (CgroupFile* file : {&oom_control_, &peak_, &current_, &cpu_}) file->Close();
+    CloseFiles();
     Result<void> result;
     for (auto it = dirs_.distinct.rbegin(); it != dirs_.distinct.rend(); ++it) {
       if (auto removed = RemoveCgroupDir(*it, false); !removed.ok() && result.ok()) {
@@ -124,7 +126,7 @@ class Cgroup1Run final : public RunCgroup {
   ResourceLimits limits_;
   bool memsw_;
   Baseline baseline_;
-  CgroupFile oom_control_, peak_, current_, cpu_;  // what Read() reads
+  CgroupFile oom_control_, peak_, current_, cpu_;  // what Read() reads, until CloseFiles()
   bool finished_ = false;
 };
 

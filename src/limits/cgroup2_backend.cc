@@ -79,22 +79,20 @@ class Cgroup2Run final : public RunCgroup {
 
   Result<uint64_t> Tasks() const override { return ReadCgroupNumber(dir_, "pids.current"); }
 
-  Result<Usage> Finish() override {
-    finished_ = true;
-    const Usage usage = Read();
-    CloseFiles();
-    MCPEXEC_RETURN_IF_ERROR(RemoveCgroupDir(dir_, true));
-    return usage;
-  }
-
- private:
-  // Before the directory is removed: nothing of it stays open.
-  void CloseFiles() {
+  // memory.peak too: its value, reset for the program, is the run's and was read before this.
+  void CloseFiles() override {
     for (CgroupFile* file : {&events_, &current_, &cpu_stat_}) file->Close();
     peak_.Reset();
     fd_.Reset();
   }
 
+  Result<void> Remove() override {
+    finished_ = true;
+    CloseFiles();
+    return RemoveCgroupDir(dir_, true);
+  }
+
+ private:
   std::string dir_;
   UniqueFd fd_;
   ResourceLimits limits_;

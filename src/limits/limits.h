@@ -70,7 +70,7 @@ class RunCgroup {
   virtual Result<std::vector<UniqueFd>> JoinFds() { return std::vector<UniqueFd>{}; }
   // A warm start: raises the memory limit by what the run holds now, and the pids limit by its
   // tasks past init and the interpreter, so that the preloads the interpreter imported do not
-  // count against the program, and takes what it holds out of the accounting Finish() reads.
+  // count against the program, and takes what it holds out of the accounting Read() reads.
   // Call before the program starts.
   virtual Result<void> ExcludeCurrentUsage() = 0;
   // The run's accounting so far, while it runs (a session between calls). Thread-safe.
@@ -78,9 +78,12 @@ class RunCgroup {
   // How many tasks (processes and threads) are in the cgroup now, zombies included until they
   // are reaped: pids.current.
   virtual Result<uint64_t> Tasks() const = 0;
-  // Reads the run's accounting, then kills what is left and removes the cgroup. Call after the
-  // sandbox's init has been reaped.
-  virtual Result<Usage> Finish() = 0;
+  // Once the run's accounting has been read for the last time: closes what the cgroup keeps
+  // open (its interface files, and on cgroup v2 its directory), so that a finished run waiting
+  // in the teardown's backlog holds no descriptor of it. Nothing reads its accounting after.
+  virtual void CloseFiles() = 0;
+  // Kills what is left and removes the cgroup. Call after the sandbox's init has been reaped.
+  virtual Result<void> Remove() = 0;
 };
 
 class LimitsBackend {

@@ -412,7 +412,9 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
     happened.cpu_time_ms = static_cast<uint64_t>(exit->children_cpu_us) / 1000;
   }
   MCPEXEC_ASSIGN_OR_RETURN(CallResult finished, Finish(std::move(happened)));
-  // Init's exit, the namespaces' teardown and the cgroup's removal follow the answer.
+  // Init's exit, the namespaces' teardown and the cgroup's removal follow the answer; while
+  // they wait, the remains hold init's pidfd and nothing of the cgroup.
+  if (cgroup_) cgroup_->CloseFiles();
   Teardown::Shared().Add(
       SandboxRemains{std::move(zygote_), std::move(cgroup_), std::move(init_)});
   return std::move(finished.run);

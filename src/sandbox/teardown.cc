@@ -38,7 +38,7 @@ struct Teardown::State {
     std::optional<Error> failure;
     if (Result<int> reaped = remains.init.Wait(); !reaped.ok()) failure = reaped.error();
     if (remains.cgroup) {
-      if (Result<limits::Usage> removed = remains.cgroup->Finish(); !removed.ok()) {
+      if (Result<void> removed = remains.cgroup->Remove(); !removed.ok()) {
         failure = removed.error();
       }
       remains.cgroup.reset();

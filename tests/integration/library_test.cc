@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -775,6 +776,37 @@ TEST_F(ZygoteTest, RunsThatFindNoneReadyForkTheirOwnAndLeaveNoneExtra) {
 // The string hash seed is fixed when an interpreter starts: the runs of one zygote share it, and
 // a new zygote has its own. With MCP_EXEC_ZYGOTE_MAX_FORKS=2 the seed keeps changing; with the
 // default it does not.
+// The descriptors of this process open on files under the cgroup mount.
+size_t OpenCgroupFiles() {
+  size_t n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    const std::filesystem::path target = std::filesystem::read_symlink(fd.path(), error);
+    if (!error && target.string().rfind("/sys/fs/cgroup/", 0) == 0) ++n;
+  }
+  return n;
+}
+
+// A finished run's remains wait in the teardown's backlog for init's exit and the cgroup's
+// removal (up to 64 of them): they hold init's pidfd and nothing of the cgroup, whose files
+// are closed once the run's accounting is read (cli::DescriptorReserve counts on it).
+TEST_F(ZygoteTest, ARunsAnswerLeavesNoDescriptorOfItsCgroupOpen) {
+  ASSERT_NE(plan_->Limits().Kind(), limits::Backend::kRlimit) << "a run with a cgroup";
+  std::shared_ptr<sandbox::Zygote> zygote = StartZygote({"decimal"});
+  ASSERT_NE(zygote, nullptr);
+  sandbox::Teardown::Shared().Drain();
+  const size_t before = OpenCgroupFiles();  // the zygote's own
+  for (int i = 0; i < 10; ++i) {
+    auto box = zygote->Fork(std::chrono::seconds(30));
+    ASSERT_TRUE(box.ok()) << box.error().message;
+    EXPECT_GT(OpenCgroupFiles(), before) << "a prepared sandbox reads its cgroup's files";
+    auto result = box->Run(sandbox::Program{"print(1)", ""}, sandbox::RunLimits{});
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    EXPECT_EQ(OpenCgroupFiles(), before) << "run " << i << " answered";
+  }
+  sandbox::Teardown::Shared().Drain();
+}
+
 // A session's pidfd of its init, by which its store kills it while a call runs, is an error
 // when the descriptor table is full, never an invalid descriptor taken for one: the store then
 // refuses to open the session (SessionStore::Open) instead of keeping one it could not kill.

@@ -318,8 +318,8 @@ rlim_t SoftOpenFiles(pid_t pid) {
 }
 
 // Over stdio too, the server raises its soft open-file limit to the hard one (a shell's soft
-// 1,024 is below what the default configuration may hold on cgroup v1), and says so at start,
-// naming the fix, where the hard one is below the reserve.
+// 1,024 is below what a configuration with more sessions or environments may hold), and says
+// so at start, naming the fix, where the hard one is below the reserve.
 TEST_P(ServeOpenFiles, AStdioServerRaisesItsSoftLimitToTheHardOne) {
   const std::string input =
       json({{"jsonrpc", "2.0"},

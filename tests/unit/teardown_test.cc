@@ -38,10 +38,11 @@ class FakeCgroup final : public limits::RunCgroup {
   Result<void> ExcludeCurrentUsage() override { return Ok(); }
   limits::Usage Read() const override { return {}; }
   Result<uint64_t> Tasks() const override { return uint64_t{1}; }
-  Result<limits::Usage> Finish() override {
+  void CloseFiles() override {}
+  Result<void> Remove() override {
     ++removed_;
     if (fail_) return MakeError(ErrorCode::kInternal, "rmdir(run-x): Device or resource busy");
-    return limits::Usage{};
+    return Ok();
   }
 
  private:
