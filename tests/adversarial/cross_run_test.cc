@@ -7,19 +7,15 @@
 // call), so that the pool, not a cold fallback, is what is tested.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <filesystem>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "../support/host_processes.h"
 #include "adversarial_test.h"
+#include "cross_run.h"
 #include "host_fixtures.h"
 
 namespace mcpexec::testing {
@@ -28,193 +24,9 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-constexpr int kPoolSize = 2;
-// The start socket's descriptor in a waiting interpreter (docs/engine.md, "The protocol").
-constexpr const char* kStartFd = "0x5";
 // A run that imports numpy, pandas and matplotlib.pyplot took about 20 ms warm (the preloads)
 // and 1 s cold on the 2-core development machine.
 constexpr milliseconds kWarmRunBound(500);
-
-// The engines that keep sandboxes ready: the pool's, or those the zygote forked.
-bool InPool() { return TestEngine() == "pool" || TestEngine() == "zygote"; }
-bool InZygote() { return TestEngine() == "zygote"; }
-
-// The fields of /proc/PID/stat after the command name; empty when the process is gone.
-std::vector<std::string> StatFields(pid_t pid) {
-  const std::string stat = ReadHostFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t paren = stat.rfind(')');
-  std::vector<std::string> fields;
-  if (paren == std::string::npos) return fields;
-  std::istringstream rest(stat.substr(paren + 1));
-  for (std::string field; rest >> field;) fields.push_back(field);
-  return fields;
-}
-
-// starttime (field 22 of /proc/PID/stat): clock ticks since boot; 0 when the process is gone.
-unsigned long long StartTicks(pid_t pid) {
-  const std::vector<std::string> fields = StatFields(pid);
-  return fields.size() > 19 ? std::stoull(fields[19]) : 0;
-}
-
-// Clock ticks since boot now, on the clock of StartTicks.
-unsigned long long NowTicks() {
-  return static_cast<unsigned long long>(std::stod(ReadHostFile("/proc/uptime")) *
-                                         static_cast<double>(sysconf(_SC_CLK_TCK)));
-}
-
-std::string PidNamespace(pid_t pid) {
-  std::error_code ec;
-  return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec).string();
-}
-
-std::string Cmdline(pid_t pid) {
-  std::string text = ReadHostFile("/proc/" + std::to_string(pid) + "/cmdline");
-  std::replace(text.begin(), text.end(), '\0', ' ');
-  return text;
-}
-
-std::vector<pid_t> Descendants(pid_t root) {
-  std::vector<pid_t> found;
-  std::vector<pid_t> next = {root};
-  while (!next.empty()) {
-    const pid_t parent = next.back();
-    next.pop_back();
-    for (pid_t child : ChildrenOf(parent)) {
-      found.push_back(child);
-      next.push_back(child);
-    }
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-std::string DescribePids(const std::vector<pid_t>& pids) {
-  std::ostringstream out;
-  for (pid_t pid : pids) {
-    out << "\n  pid " << pid << " ppid " << (StatFields(pid).size() > 1 ? StatFields(pid)[1] : "?")
-        << ": " << Cmdline(pid);
-  }
-  return pids.empty() ? "none" : out.str();
-}
-
-// Living host processes in PID namespace `ns` that started no later than `ticks` (a namespace's inode
-// number is reused once it is freed, by sandboxes made afterwards).
-std::vector<pid_t> ProcessesInPidNamespace(const std::string& ns, unsigned long long ticks) {
-  std::vector<pid_t> found;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name));
-    if (PidNamespace(pid) != ns) continue;
-    // A zombie has ended: it runs nothing and holds no memory, only its pid until its parent
-    // reaps it. A zygote's run's init is reaped by the zygote's own init, which may not have
-    // been scheduled yet when the result arrives.
-    const std::vector<std::string> fields = StatFields(pid);
-    if (fields.size() > 19 && fields[0] == "Z") continue;
-    const unsigned long long started = StartTicks(pid);
-    if (started != 0 && started <= ticks) found.push_back(pid);
-  }
-  return found;
-}
-
-// A sandbox the pool keeps ready, as the host sees it: the sandbox's init, whose one child, the
-// interpreter, waits for its program on the start socket. A pool's init is the server's child;
-// a zygote's is a child of the zygote's own init, to which it was orphaned.
-struct WaitingSandbox {
-  pid_t init = -1;
-  pid_t interpreter = -1;
-  unsigned long long start_ticks = 0;  // the interpreter's
-  std::string pid_ns;
-
-  // Whether a run's report says it ran in this sandbox.
-  bool Served(const json& observed) const {
-    return observed.value("pid namespace", "") == pid_ns &&
-           observed.value("start ticks", 0ull) == start_ticks;
-  }
-};
-
-// What `pid` is blocked in: the syscall's number and its first argument.
-std::pair<std::string, std::string> BlockedIn(pid_t pid) {
-  std::istringstream call(ReadHostFile("/proc/" + std::to_string(pid) + "/syscall"));
-  std::string number, fd;
-  call >> number >> fd;
-  return {number, fd};
-}
-
-// Blocked in read(2) on the start socket: the agent has said ready and waits for "G".
-bool WaitsOnStartSocket(pid_t pid) {
-  return BlockedIn(pid) == std::make_pair(std::to_string(SYS_read), std::string(kStartFd));
-}
-
-// The zygote, as the host sees it: the server's child (its sandbox's init) whose one child, the
-// zygote's interpreter, waits for forks in recvmsg(2) on its start socket. Empty in the other
-// engines.
-std::vector<pid_t> ZygotePids(pid_t server) {
-  std::vector<pid_t> found;
-  for (pid_t init : ChildrenOf(server)) {
-    for (pid_t child : ChildrenOf(init)) {
-      if (BlockedIn(child) == std::make_pair(std::to_string(SYS_recvmsg),
-                                             std::string(kStartFd))) {
-        found.insert(found.end(), {init, child});
-      }
-    }
-  }
-  return found;
-}
-
-// The zygote's pids once it waits for the next fork again: a refill may be forking from it when
-// a test looks (the zygote then runs Python, not recvmsg), longer on a loaded machine.
-std::vector<pid_t> WaitForZygote(pid_t server) {
-  if (!InZygote()) return {};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (;;) {
-    std::vector<pid_t> found = ZygotePids(server);
-    if (!found.empty() || std::chrono::steady_clock::now() >= deadline) return found;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-}
-
-std::vector<WaitingSandbox> WaitingSandboxes(pid_t server) {
-  std::vector<WaitingSandbox> found;
-  std::vector<pid_t> inits;
-  if (InZygote()) {
-    const std::vector<pid_t> zygote = ZygotePids(server);
-    for (size_t i = 0; i + 1 < zygote.size(); i += 2) {
-      for (pid_t child : ChildrenOf(zygote[i])) {
-        if (child != zygote[i + 1]) inits.push_back(child);
-      }
-    }
-  } else {
-    inits = ChildrenOf(server);
-  }
-  for (pid_t init : inits) {
-    const std::vector<pid_t> children = ChildrenOf(init);
-    if (children.size() != 1 || !WaitsOnStartSocket(children[0])) continue;
-    found.push_back(
-        WaitingSandbox{init, children[0], StartTicks(children[0]), PidNamespace(children[0])});
-  }
-  return found;
-}
-
-// Polls until the pool has `count` sandboxes waiting (in cold: none are expected, returns at
-// once); returns the last look.
-std::vector<WaitingSandbox> WaitForPool(pid_t server, size_t count) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    std::vector<WaitingSandbox> waiting = WaitingSandboxes(server);
-    if (waiting.size() >= count || std::chrono::steady_clock::now() >= deadline) return waiting;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-}
-
-// The sandbox of `waiting` that served the run that reported `observed`; nullptr when none.
-const WaitingSandbox* ServedBy(const std::vector<WaitingSandbox>& waiting, const json& observed) {
-  for (const WaitingSandbox& w : waiting) {
-    if (w.Served(observed)) return &w;
-  }
-  return nullptr;
-}
 
 // Pids the runs signal: every pid when the host's pid_max is small, else the low ones and a
 // window around the newest (where the server's and the sandboxes' are).
@@ -226,7 +38,6 @@ json ScanRanges() {
                                                            std::min(pid_max - 1, last + 20000)})});
 }
 
-// The server's pid and those of its waiting sandboxes' processes.
 // The server's pid, the zygote's and those of its waiting sandboxes' processes.
 json HostPids(pid_t server, const std::vector<WaitingSandbox>& waiting) {
   json pids = json::array({server});
@@ -236,160 +47,6 @@ json HostPids(pid_t server, const std::vector<WaitingSandbox>& waiting) {
     pids.push_back(w.interpreter);
   }
   return pids;
-}
-
-// One `mcp-exec serve --transport http` of the test's mode, in the suite's engine (the runner
-// adds MCP_EXEC_ENGINE), with a pool of kPoolSize and two runs at a time, and an MCP session on
-// it. SIGTERM and reaped by the destructor.
-class Server {
- public:
-  explicit Server(const SandboxRunner& runner)
-      : port_(FreeLoopbackPort()),
-        process_(
-            runner.StartCommand({runner.Binary(), "serve", "--transport", "http", "--addr",
-                                 "127.0.0.1:" + std::to_string(port_), "--rootfs", runner.Rootfs()},
-                                WithEnv({"MCP_EXEC_POOL_SIZE=" + std::to_string(kPoolSize),
-                                         "MCP_EXEC_PRELOAD=numpy,pandas,matplotlib.pyplot",
-                                         "MCP_EXEC_MAX_CONCURRENCY=2"}))) {
-    // The pool serves once its first sandbox is ready: give it longer than WaitForHealthz does.
-    for (int i = 0; i < 12 && !up_; ++i) up_ = WaitForHealthz(port_);
-    if (up_) session_ = OpenMcpSession(port_, {});
-  }
-  ~Server() {
-    if (process_.Pid() > 0) {
-      kill(process_.Pid(), SIGTERM);
-      (void)process_.Wait();
-    }
-  }
-
-  // Empty when the server is up and the session open; else what went wrong.
-  std::string Problem() {
-    if (!up_ && process_.Pid() > 0) {
-      kill(process_.Pid(), SIGKILL);
-      return "the server did not come up:" + process_.Wait().Describe();
-    }
-    if (!up_) return "the server did not come up";
-    if (session_.init.status != 200) {
-      return "initialize: " + std::to_string(session_.init.status) + session_.init.body;
-    }
-    return "";
-  }
-  pid_t Pid() const { return process_.Pid(); }
-
-  // tools/call exec of probe `name` with `params` on stdin; the JSON-RPC reply.
-  json Exec(const std::string& name, const json& params) {
-    std::string problem;
-    const std::string code = ProbeSource(name, &problem);
-    EXPECT_EQ(problem, "");
-    const HttpReply reply = HttpPost(
-        port_, "/mcp",
-        json({{"jsonrpc", "2.0"},
-              {"id", ++id_},
-              {"method", "tools/call"},
-              {"params",
-               {{"name", "exec"}, {"arguments", {{"code", code}, {"stdin", params.dump()}}}}}})
-            .dump(),
-        session_.headers);
-    EXPECT_EQ(reply.status, 200) << reply.headers << reply.body;
-    return ReplyJson(reply);
-  }
-
- private:
-  int port_;
-  BackgroundRun process_;
-  bool up_ = false;
-  McpSession session_;
-  std::atomic<int> id_{1};
-};
-
-// The structured result of an exec reply (an empty object when there is none).
-json Structured(const json& reply) {
-  if (!reply.is_object() || !reply.contains("result")) return json::object();
-  return reply["result"].value("structuredContent", json::object());
-}
-
-// Checks that the reply is a normal result of a run that exited 0 with a report whose "escaped"
-// list is empty; returns the report's "observed" object (empty when there is none).
-json ContainedOverMcp(const json& reply) {
-  if (!reply.is_object() || !reply.contains("result")) {
-    ADD_FAILURE() << "not a tools/call result: " << reply.dump();
-    return json::object();
-  }
-  const json& result = reply["result"];
-  EXPECT_EQ(result.value("isError", true), false) << result.dump(1);
-  const json structured = Structured(reply);
-  EXPECT_EQ(structured.value("exit_code", -1), 0) << structured.dump(1);
-  const json report = json::parse(structured.value("stdout", ""), nullptr, false);
-  if (!report.is_object() || !report.contains("observed")) {
-    ADD_FAILURE() << "the probe printed no report: " << structured.dump(1);
-    return json::object();
-  }
-  EXPECT_EQ(report.value("escaped", json(nullptr)), json::array())
-      << "attacks that worked, as the program saw them: " << structured.dump(1);
-  return report["observed"];
-}
-
-// After a run: nothing of it is left under the server beyond the sandboxes the pool keeps ready
-// (in cold, nothing at all), once the pool is full again. Returns the waiting sandboxes.
-std::vector<WaitingSandbox> ExpectOnlyThePoolLeft(pid_t server) {
-  const std::vector<WaitingSandbox> waiting = WaitForPool(server, InPool() ? kPoolSize : 0);
-  EXPECT_EQ(waiting.size(), InPool() ? kPoolSize : 0u)
-      << "the pool did not refill; the server's processes:" << DescribePids(Descendants(server));
-  std::vector<pid_t> pool = WaitForZygote(server);
-  for (const WaitingSandbox& w : waiting) pool.insert(pool.end(), {w.init, w.interpreter});
-  std::sort(pool.begin(), pool.end());
-  // A run's init ends after its result (sandbox/teardown.h): its exit may take a few ms more,
-  // under load longer, but not 5 s.
-  std::vector<pid_t> left;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  do {
-    left.clear();
-    std::vector<pid_t> all = Descendants(server);
-    // A run's init that has ended but is not reaped yet (a zombie) is not left running.
-    std::erase_if(all, [](pid_t pid) {
-      const std::vector<std::string> fields = StatFields(pid);
-      return !fields.empty() && fields[0] == "Z";
-    });
-    std::set_difference(all.begin(), all.end(), pool.begin(), pool.end(),
-                        std::back_inserter(left));
-    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  } while (!left.empty() && std::chrono::steady_clock::now() < give_up);
-  EXPECT_THAT(left, ::testing::IsEmpty())
-      << "processes under the server besides the waiting sandboxes:" << DescribePids(left);
-  return waiting;
-}
-
-// The pid a process has in its own PID namespace (the last NSpid of /proc/PID/status); 0 when
-// it cannot be read: the process is gone.
-pid_t InnerPid(pid_t pid) {
-  std::istringstream status(ReadHostFile("/proc/" + std::to_string(pid) + "/status"));
-  for (std::string line; std::getline(status, line);) {
-    if (!line.starts_with("NSpid:")) continue;
-    const size_t last = line.find_last_of(" \t");
-    return static_cast<pid_t>(std::atol(line.c_str() + last + 1));
-  }
-  return 0;
-}
-
-// A run whose result has come: nothing of it is left in its PID namespace but its init (PID 1),
-// which is ending (the result comes before init's exit, sandbox/teardown.h), and within 5 s
-// not even that.
-void ExpectTheRunGoneFrom(const std::string& ns, unsigned long long ticks) {
-  std::vector<pid_t> others = ProcessesInPidNamespace(ns, ticks);
-  std::erase_if(others, [](pid_t pid) {
-    const pid_t inner = InnerPid(pid);
-    return inner == 1 || inner == 0;
-  });
-  EXPECT_THAT(others, ::testing::IsEmpty())
-      << "processes left in the run's PID namespace:" << DescribePids(others);
-  std::vector<pid_t> in_ns = ProcessesInPidNamespace(ns, ticks);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!in_ns.empty() && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    in_ns = ProcessesInPidNamespace(ns, ticks);
-  }
-  EXPECT_THAT(in_ns, ::testing::IsEmpty())
-      << "the run's init outlived its result by 5 s:" << DescribePids(in_ns);
 }
 
 // XRUN-01: a run leaves files (/tmp, /tmp/outputs, /dev/shm), a POSIX shared memory object,
