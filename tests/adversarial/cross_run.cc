@@ -135,8 +135,7 @@ std::vector<pid_t> ZygotePids(pid_t server) {
   std::vector<pid_t> found;
   for (pid_t init : ChildrenOf(server)) {
     for (pid_t child : ChildrenOf(init)) {
-      if (BlockedIn(child) == std::make_pair(std::to_string(SYS_recvmsg),
-                                             std::string(kStartFd))) {
+      if (BlockedIn(child) == std::make_pair(std::to_string(SYS_recvmsg), std::string(kStartFd))) {
         found.insert(found.end(), {init, child});
       }
     }
@@ -212,10 +211,10 @@ Server::Server(const SandboxRunner& runner, const std::vector<std::string>& env)
       process_(runner.StartCommand(
           {runner.Binary(), "serve", "--transport", "http", "--addr",
            "127.0.0.1:" + std::to_string(port_), "--rootfs", runner.Rootfs()},
-          WithEnv(Settings({"MCP_EXEC_POOL_SIZE=" + std::to_string(kPoolSize),
-                            "MCP_EXEC_PRELOAD=numpy,pandas,matplotlib.pyplot",
-                            "MCP_EXEC_MAX_CONCURRENCY=2"},
-                           env)))) {
+          WithEnv(Settings(
+              {"MCP_EXEC_POOL_SIZE=" + std::to_string(kPoolSize),
+               "MCP_EXEC_PRELOAD=numpy,pandas,matplotlib.pyplot", "MCP_EXEC_MAX_CONCURRENCY=2"},
+              env)))) {
   // The pool serves once its first sandbox is ready: give it longer than WaitForHealthz does.
   for (int i = 0; i < 12 && !up_; ++i) up_ = WaitForHealthz(port_);
   if (up_) session_ = OpenMcpSession(port_, {});
@@ -294,6 +293,39 @@ json ContainedOverMcp(const json& reply) {
   return report["observed"];
 }
 
+json ExpectLeftovers(const json& reply, const std::string& token) {
+  json left = ContainedOverMcp(reply);
+  ExpectEach(left,
+             {"write /tmp/leftover-" + token, "write /tmp/outputs/leftover-" + token,
+              "write /dev/shm/leftover-" + token, "shm_open /leftover-shm-" + token, "shmget key",
+              "connect to the daemon's socket"},
+             "ok");
+  ExpectEach(left, {"getenv MCP_EXEC_LEFTOVER", "getenv MCP_EXEC_LEFTOVER_PUTENV"}, true);
+  EXPECT_EQ(left["daemons running"], 1) << "positive control: the daemon ran";
+  EXPECT_EQ(Structured(reply)["files"].size(), 1u) << "positive control: the output file";
+  return left;
+}
+
+json ExpectNoLeftovers(const json& reply, const std::string& token) {
+  json o = ContainedOverMcp(reply);
+  ExpectEach(o,
+             {"read /tmp/leftover-" + token, "read /tmp/outputs/leftover-" + token,
+              "read /dev/shm/leftover-" + token, "shm_open /leftover-shm-" + token, "shmget key"},
+             "ENOENT");
+  ExpectEach(o, {"/tmp/outputs", "/dev/shm"}, json::array());
+  EXPECT_EQ(Structured(reply)["files"], json::array());
+  ExpectEach(o, {"getenv MCP_EXEC_LEFTOVER", "getenv MCP_EXEC_LEFTOVER_PUTENV"}, "");
+  EXPECT_EQ(o["token in /proc/self/environ"], false);
+  EXPECT_EQ(o["environment"], json({"HOME", "LANG", "MCP_EXEC_FIGURE_MAX_PX", "MPLBACKEND", "PATH",
+                                    "PYTHONDONTWRITEBYTECODE"}));
+  EXPECT_EQ(o["import leftover"], "ModuleNotFoundError");
+  ExpectEach(o, {"builtins.leftover", "os.leftover", "json.leftover", "numpy.leftover"}, false);
+  ExpectEach(o, {"/proc/sysvipc/shm rows", "/proc/net/unix rows", "daemons running"}, 0);
+  EXPECT_EQ(o["connect to the daemon's socket"], "ECONNREFUSED");
+  EXPECT_EQ(o["pids"], json({1, 2}));
+  return o;
+}
+
 std::vector<WaitingSandbox> ExpectOnlyThePoolLeft(pid_t server, size_t ready) {
   const std::vector<WaitingSandbox> waiting = WaitForPool(server, InPool() ? ready : 0);
   EXPECT_EQ(waiting.size(), InPool() ? ready : 0u)
@@ -313,8 +345,7 @@ std::vector<WaitingSandbox> ExpectOnlyThePoolLeft(pid_t server, size_t ready) {
       const std::vector<std::string> fields = StatFields(pid);
       return !fields.empty() && fields[0] == "Z";
     });
-    std::set_difference(all.begin(), all.end(), pool.begin(), pool.end(),
-                        std::back_inserter(left));
+    std::set_difference(all.begin(), all.end(), pool.begin(), pool.end(), std::back_inserter(left));
     if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   } while (!left.empty() && std::chrono::steady_clock::now() < give_up);
   EXPECT_THAT(left, ::testing::IsEmpty())

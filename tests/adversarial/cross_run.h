@@ -107,6 +107,13 @@ nlohmann::json Structured(const nlohmann::json& reply);
 // list is empty; returns the report's "observed" object (empty when there is none).
 nlohmann::json ContainedOverMcp(const nlohmann::json& reply);
 
+// XRUN-01's probe, xrun01_leftovers, in its "leave" phase with `token`: checks that the run
+// left each thing (the positive control of ExpectNoLeftovers). Returns the report's "observed".
+nlohmann::json ExpectLeftovers(const nlohmann::json& reply, const std::string& token);
+// The same probe in its "look" phase, after runs that left things with `token`: checks that it
+// found none of them. Returns the report's "observed".
+nlohmann::json ExpectNoLeftovers(const nlohmann::json& reply, const std::string& token);
+
 // After a run: nothing of it is left under the server beyond the `ready` sandboxes the pool
 // keeps ready (in cold, nothing at all), once the pool is full again. Returns the waiting
 // sandboxes.

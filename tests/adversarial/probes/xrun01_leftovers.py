@@ -1,6 +1,7 @@
 # XRUN-01: what one run leaves behind for the next run of the same server, whichever engine
 # made their sandboxes. PARAMS: "phase" ("leave" or "look"), "token" (names everything),
-# "marker" (on the daemon's command line), "shm_key" (a SysV key).
+# "marker" (on the daemon's command line), "shm_key" (a SysV key), "hold_s" (seconds "leave"
+# waits before it ends, for runs that are to be in flight at once: XRUN-05's burst).
 # "leave": files in /tmp, /tmp/outputs and /dev/shm, a POSIX shared memory object, variables set
 # with os.environ and os.putenv, a sys.modules entry, a builtins attribute and attributes on
 # modules (preloaded ones too), a SysV segment, and a double-forked setsid daemon listening on an
@@ -70,6 +71,7 @@ def leave():
     observe("daemons running", len(marked()))
     observe("pid", os.getpid())
     identity()
+    time.sleep(PARAMS.get("hold_s", 0))
 
 
 # The daemon: double fork, setsid, signals ignored, its own interpreter (with the marker as an
