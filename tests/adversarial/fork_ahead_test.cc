@@ -1,13 +1,19 @@
-// Sandboxes prepared ahead against the runs before them (XRUN-04), in the engine of the suite:
-// the counters a run's figures and its /proc come from, after hostile runs of the same server.
-// As in cross_run_test.cc, each run of a warm engine is matched on the host to the waiting
-// sandbox that served it, so that a case cannot pass on cold fallbacks, nor on sandboxes made
-// after the hostile runs only.
+// Sandboxes prepared ahead against the runs before them (XRUN-04 and XRUN-05), in the engine of
+// the suite: the counters a run's figures and its /proc come from, after hostile runs of the
+// same server; and the sandboxes a burst of runs has the engine make above MCP_EXEC_POOL_SIZE
+// (docs/engine.md, "Fork ahead"). As in cross_run_test.cc, each run of a warm engine is matched
+// on the host to the waiting sandbox that served it, so that a case cannot pass on cold
+// fallbacks, nor on sandboxes made after the hostile runs only.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
+#include <random>
+#include <set>
+#include <thread>
 
+#include "../support/host_processes.h"
 #include "adversarial_test.h"
 #include "cross_run.h"
 #include "host_fixtures.h"
@@ -226,6 +232,103 @@ TEST_P(Adversarial, XRUN_04_ARunsFiguresCountOnlyItsOwnUse) {
   EXPECT_TRUE(made_after) << "no run was in a sandbox made after the hostile runs ended";
   if (InPool()) {
     EXPECT_TRUE(made_before) << "no run was in a sandbox that waited through a hostile run";
+  }
+}
+
+// The sandboxes an engine keeps ready for 30 s after a burst of runs: as many as ran at once.
+constexpr size_t kBurst = 4;
+
+// XRUN-05: four XRUN-01 runs at once (each holds its sandbox 1 s after it left its files,
+// shared memory, SysV segment, variables, modules and daemon) raise the ready target from
+// MCP_EXEC_POOL_SIZE (2) to four (MCP_EXEC_POOL_MAX and the concurrency are four), checked on
+// /metrics; the refill forks the four meanwhile, beside the hostile runs. Another such run goes
+// through the first of the four, and five runs look for what they all left: three in the
+// sandboxes that waited through that run (a pool kept at its floor has one), one made while it
+// ran and one made after it. Each finds nothing.
+TEST_P(Adversarial, XRUN_05_SandboxesMadeAheadForABurstCarryNothing) {
+  Server server(runner_, {"MCP_EXEC_POOL_MAX=" + std::to_string(kBurst),
+                          "MCP_EXEC_MAX_CONCURRENCY=" + std::to_string(kBurst)});
+  ASSERT_EQ(server.Problem(), "");
+  const std::string token = RandomToken();
+  const std::string marker = NewMarker("burst");
+  std::random_device random;
+  const int key = static_cast<int>(0x6d660000u | (random() & 0xffffu));
+  const json params = {{"token", token}, {"marker", marker}, {"shm_key", key}};
+  const std::string target = "mcp_exec_engine_sandboxes_target";
+  const double at_floor = InPool() ? kPoolSize : 0, most = InPool() ? kBurst : 0;
+
+  ExpectOnlyThePoolLeft(server.Pid());
+  EXPECT_EQ(MetricSample(server.Metrics(), target), at_floor);
+  json leave = params;
+  leave["phase"] = "leave";
+  leave["hold_s"] = 1;
+  std::vector<json> replies(kBurst);
+  std::vector<std::thread> calls;
+  for (size_t i = 0; i < kBurst; ++i) {
+    calls.emplace_back([&, i] { replies[i] = server.Exec("xrun01_leftovers", leave); });
+  }
+  for (std::thread& call : calls) call.join();
+  const unsigned long long burst_ended = NowTicks();
+  std::set<std::string> namespaces;
+  for (const json& reply : replies) {
+    const json left = ExpectLeftovers(reply, token);
+    namespaces.insert(left.value("pid namespace", ""));
+    ExpectTheRunGoneFrom(left.value("pid namespace", ""), burst_ended);
+  }
+  EXPECT_EQ(namespaces.size(), kBurst) << "the burst's runs were not in a sandbox each";
+
+  const std::vector<WaitingSandbox> ready = ExpectOnlyThePoolLeft(server.Pid(), kBurst);
+  const std::string metrics = server.Metrics();
+  ASSERT_EQ(MetricSample(metrics, target), most)
+      << "the burst did not raise the ready target: no sandbox was made above the floor\n"
+      << metrics;
+  EXPECT_EQ(MetricSample(metrics, "mcp_exec_engine_sandboxes_ready"), most) << metrics;
+  if (InPool()) {
+    // The refill forks while the burst's runs hold their sandboxes (1 s), beside hostile runs.
+    EXPECT_TRUE(std::any_of(ready.begin(), ready.end(), [&](const WaitingSandbox& w) {
+      return w.start_ticks < burst_ended;
+    })) << "no sandbox was made while the burst ran";
+  }
+
+  leave.erase("hold_s");
+  const json last_reply = server.Exec("xrun01_leftovers", leave);
+  const unsigned long long left_at = NowTicks();
+  const json left = ExpectLeftovers(last_reply, token);
+  ExpectTheRunGoneFrom(left.value("pid namespace", ""), left_at);
+  const std::vector<HostProcess> daemons = FindProcesses(marker);
+  EXPECT_THAT(daemons, ::testing::IsEmpty())
+      << "a daemon outlived its run: " << DescribeProcesses(daemons);
+  KillAll(daemons);
+  std::vector<WaitingSandbox> through;
+  if (InPool()) {
+    const WaitingSandbox* used = ServedBy(ready, left);
+    EXPECT_NE(used, nullptr) << "the run did not go through a sandbox made for the burst";
+    for (const WaitingSandbox& w : ready) {
+      if (&w != used) through.push_back(w);
+    }
+  }
+
+  json look = params;
+  look["phase"] = "look";
+  size_t in_through = 0;
+  bool made_after = false;
+  for (size_t i = 0; i < kBurst + 1; ++i) {
+    SCOPED_TRACE("look " + std::to_string(i));
+    const std::vector<WaitingSandbox> waiting = ExpectOnlyThePoolLeft(server.Pid(), kBurst);
+    json o = ExpectNoLeftovers(server.Exec("xrun01_leftovers", look), token);
+    if (InPool()) {
+      EXPECT_GT(o.value("frozen objects", 0), 0) << "not a warm interpreter";
+      EXPECT_NE(ServedBy(waiting, o), nullptr) << "the run did not go through a waiting sandbox";
+      in_through += ServedBy(through, o) != nullptr;
+    }
+    made_after |= o.value("start ticks", 0ull) > left_at;
+  }
+  EXPECT_TRUE(made_after) << "no run was in a sandbox made after the last hostile run ended";
+  if (InPool()) {
+    EXPECT_EQ(in_through, kBurst - 1)
+        << "the runs did not go through the sandboxes that waited through the hostile run";
+    EXPECT_EQ(MetricSample(server.Metrics(), target), most)
+        << "the target fell back: the case outlasted ReadyTarget's 30 s window";
   }
 }
 
