@@ -1,8 +1,22 @@
 #include "cli/config_flags.h"
 
 #include "config/settings.h"
+#include "log/log.h"
 
 namespace mcpexec::cli {
+namespace {
+
+log::Level LogLevelOf(config::LogLevel level) {
+  switch (level) {
+    case config::LogLevel::kDebug: return log::Level::kDebug;
+    case config::LogLevel::kInfo: return log::Level::kInfo;
+    case config::LogLevel::kWarn: return log::Level::kWarn;
+    case config::LogLevel::kError: return log::Level::kError;
+  }
+  return log::Level::kInfo;
+}
+
+}  // namespace
 
 void AddConfigFlags(CLI::App* app, Command command, ConfigFlags& flags) {
   for (const config::Setting& setting : config::Settings()) {
@@ -32,6 +46,7 @@ Result<config::Config> ResolveConfig(const std::string& default_rootfs,
   };
   MCPEXEC_RETURN_IF_ERROR(config::ApplyEnv(from_flags, c));
   MCPEXEC_RETURN_IF_ERROR(config::Validate(c));
+  log::SetMinimumLevel(LogLevelOf(c.log_level));
   return c;
 }
 

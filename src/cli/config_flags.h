@@ -22,7 +22,8 @@ enum class Command { kRun, kServe };
 // Adds the flags that `command` takes.
 void AddConfigFlags(CLI::App* app, Command command, ConfigFlags& flags);
 
-// Defaults, then the environment, then the flags; validated.
+// Defaults, then the environment, then the flags; validated. Sets the process's log level to
+// the configuration's (MCP_EXEC_LOG_LEVEL), so that every command logs as configured.
 Result<config::Config> ResolveConfig(const std::string& default_rootfs,
                                      const config::EnvLookup& env, const ConfigFlags& flags);
 

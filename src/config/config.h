@@ -23,6 +23,8 @@ enum class Transport { kStdio, kHttp, kSse };
 enum class MetricsAuth { kToken, kNone };
 // MCP_EXEC_ENGINE: where a run's sandbox comes from (docs/engine.md).
 enum class EngineKind { kAuto, kCold, kPool, kZygote };
+// MCP_EXEC_LOG_LEVEL: the least severe log lines written, in the order of the setting's choices.
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
 
 // The names the environment, the flags, logs and results use: "stdio", "token" (and
 // LimitsModeName, base/limits_mode.h: "cgroup1").
@@ -131,6 +133,8 @@ struct Config {
   int max_tasks_per_caller = 16;            // MCP_EXEC_MAX_TASKS_PER_CALLER: running, per client
   int task_ttl_s = 3600;                    // MCP_EXEC_TASK_TTL_S: kept after the start, at most
   uint64_t task_results_bytes = 256ull << 20;  // MCP_EXEC_TASK_RESULTS_BYTES: results kept
+
+  LogLevel log_level = LogLevel::kInfo;  // MCP_EXEC_LOG_LEVEL: every command's
 
   bool operator==(const Config&) const = default;
 };

@@ -621,6 +621,16 @@ constexpr Setting kSettings[] = {
      .doc = "bytes of finished tasks' results kept in all; past it the oldest go first",
      .scope = S::kServe,
      .store = [](Config& c, const V& v) { c.task_results_bytes = v.bytes; }},
+    {.env = "MCP_EXEC_LOG_LEVEL",
+     .flag = "--log-level",
+     .type = T::kChoice,
+     .default_text = "info",
+     .help = "debug | info | warn | error: the least severe log lines written to stderr",
+     .doc = "`debug`, `info`, `warn` or `error`: the least severe log lines written to stderr "
+            "([operations](docs/operations.md#logs))",
+     .scope = S::kAll,
+     .choices = "debug|info|warn|error",
+     .store = [](Config& c, const V& v) { c.log_level = static_cast<LogLevel>(v.choice); }},
 };
 
 Result<void> Invalid(const Setting& s, const std::string& why) {
