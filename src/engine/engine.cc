@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "base/call_steps.h"
 #include "engine/ready_target.h"
 #include "log/log.h"
 #include "sandbox/sandbox.h"
@@ -29,6 +30,7 @@ Result<sandbox::RunResult> RunCold(std::shared_ptr<const sandbox::LaunchPlan> pl
                                    const sandbox::RunLimits& limits,
                                    const sandbox::RunHooks& hooks) {
   MCPEXEC_ASSIGN_OR_RETURN(sandbox::Sandbox box, sandbox::Sandbox::Create(std::move(plan)));
+  MarkTaken("cold");
   return box.Run(program, limits, hooks);
 }
 
@@ -316,9 +318,11 @@ class PoolEngine final : public Engine {
     bool made_for_run = false;
     for (;;) {
       std::optional<sandbox::Sandbox> box = Take();
+      const char* how = "ready";
       if (!box && !made_for_run && !rootfs_changed) {
         box = source_->MakeForRun({});
         made_for_run = true;
+        how = "forked";
       }
       // Never wait for a refill: a cold run starts sooner than a warm interpreter imports.
       if (!box) return RunCold(cold_, program, limits, hooks);
@@ -326,6 +330,7 @@ class PoolEngine final : public Engine {
         log::Warn("a prepared sandbox ended while it waited; it is dropped");
         continue;
       }
+      MarkTaken(how);
       return box->Run(program, limits, hooks);
     }
   }
@@ -475,10 +480,15 @@ class PoolEngine final : public Engine {
     // The run holds the layer's lease: a directory that is still the one the sandbox mounted
     // stays whole until the run ends.
     if (prepared && prepared->id != LayerIdOf(layer.dir)) prepared.reset();
-    if (prepared && prepared->box.Waiting()) return std::move(prepared->box);
+    if (prepared && prepared->box.Waiting()) {
+      MarkTaken("ready");
+      return std::move(prepared->box);
+    }
     if (prepared) log::Warn("a prepared sandbox ended while it waited; it is dropped");
     if (rootfs_changed) return std::nullopt;
-    return source_->MakeForRun(layer.key);
+    std::optional<sandbox::Sandbox> forked = source_->MakeForRun(layer.key);
+    if (forked) MarkTaken("forked");
+    return forked;
   }
 
   // The pool's sandboxes are created on this thread, which lives as long as the pool: a

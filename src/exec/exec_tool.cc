@@ -5,6 +5,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "base/call_steps.h"
 #include "base/utf8.h"
 #include "exec/exec.h"
 #include "exec/live_output.h"
@@ -289,6 +290,7 @@ json ExecTool::Call(const json& arguments, const mcp::ToolCallContext& context) 
       }
     };
   }
+  MarkStep(Step::kValidated);
   if (session.present) {
     return CallInSession(session.open ? "" : session.handle, requested, *request, hooks, context,
                          started, meta, layer ? &*layer : nullptr, fields);
@@ -379,6 +381,7 @@ json ExecTool::CallInSession(const std::string& handle, const std::string& reque
     }
     name = opened->handle;
   }
+  MarkTaken("session");
   auto call = sessions_->Call(context.caller, name, ProgramFor(request),
                               LimitsFor(config_, request.Get()), hooks);
   const auto duration = std::chrono::steady_clock::now() - started;

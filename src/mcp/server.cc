@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/call_steps.h"
 #include "log/log.h"
+#include "mcp/call_steps_log.h"
 #include "mcp/protocol.h"
 
 namespace mcpexec::mcp {
@@ -158,7 +160,9 @@ std::string Session::ProtocolVersion() const {
 }
 
 Handled Session::Handle(std::string_view text, std::shared_ptr<MessageSink> sink) {
-  return Handle(jsonrpc::Parse(text), std::move(sink));
+  jsonrpc::Incoming incoming = jsonrpc::Parse(text);
+  MarkStep(Step::kParsed);
+  return Handle(std::move(incoming), std::move(sink));
 }
 
 Handled Session::Handle(jsonrpc::Incoming incoming, std::shared_ptr<MessageSink> sink) {
@@ -411,8 +415,17 @@ void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
                      const jsonrpc::Request& request, Sink sink, std::shared_ptr<InFlight> flight,
                      const CallEra& era) {
   const std::string key = context.request_id;
+  MarkStep(Step::kQueued);
+  std::optional<CallSteps> steps = HandOffSteps();
+  if (steps) {
+    steps->tool = tool->Name();
+    steps->session = id_;
+    steps->request_id = key;
+  }
   auto task = [self = shared_from_this(), tool, arguments = std::move(arguments), context, sink,
-               flight, key, id = request.id, era]() mutable {
+               flight, key, id = request.id, era, steps = std::move(steps)]() mutable {
+    const CallStepsScope in_call(steps);
+    MarkStep(Step::kStarted);
     // Shared, so that a copy of the context kept past the call points at nothing freed.
     auto after = std::make_shared<std::vector<std::function<void()>>>();
     context.after_response = [after](std::function<void()> work) {
@@ -425,6 +438,7 @@ void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
       log::Error("tool failed", {{"session", self->id_}, {"request_id", key}, {"error", e.what()}});
       result = ToolError("internal error while running the tool");
     }
+    MarkStep(Step::kAnswered);
     {
       std::lock_guard lock(self->mu_);
       self->in_flight_.erase(key);
@@ -432,6 +446,7 @@ void Session::Submit(Tool* tool, json arguments, ToolCallContext context,
     if (era.stateless) result = self->Stateless(std::move(result));
     flight->AwaitResponseGap();
     if (!flight->cancelled.load()) sink->Send(jsonrpc::MakeResult(id, std::move(result)), true);
+    if (steps) LogCallSteps(*steps);
     for (std::function<void()>& work : std::exchange(*after, {})) {
       try {
         work();

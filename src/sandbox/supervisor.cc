@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/call_steps.h"
 #include "base/sigpipe_block.h"
 #include "base/sys.h"
 #include "sandbox/call_channel.h"
@@ -383,11 +384,13 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   if (send(start_.Get(), &go, 1, MSG_NOSIGNAL) != 1 && errno != EPIPE && errno != ECONNRESET) {
     return Errno(ErrorCode::kInternal, "send(start socket)");
   }
+  MarkStep(Step::kSent);
   start_.Reset();
 
   RunLoop loop(init_, report_, stdout_, stderr_, Outgoing{std::move(stdin_), program.stdin_data},
                limits, hooks);
   MCPEXEC_ASSIGN_OR_RETURN(const RunEnd end, loop.Run());
+  MarkStep(Step::kEnded);
   if (end == RunEnd::kStartFailed) {
     return ChildError(*plan, *loop.FailureReport(), ReadUsernsFacts());
   }
@@ -417,6 +420,7 @@ Result<RunResult> Sandbox::Run(const Program& program, const RunLimits& limits,
   if (cgroup_) cgroup_->CloseFiles();
   Teardown::Shared().Add(
       SandboxRemains{std::move(zygote_), std::move(cgroup_), std::move(init_)});
+  MarkStep(Step::kCollected);
   return std::move(finished.run);
 }
 
@@ -629,6 +633,7 @@ Result<CallResult> Session::Send(const Program& program, const RunLimits& limits
                         fds.err.write.Get()};
   MCPEXEC_RETURN_IF_ERROR(SendWithDescriptors(box_.start_.Get(), CallMessage(id), theirs,
                                               "the session's interpreter has ended"));
+  MarkStep(Step::kSent);
   // Only the interpreter holds these now, so that EOF means it is gone.
   fds.code.Reset();
   fds.in.read.Reset();
@@ -645,6 +650,7 @@ Result<CallResult> Session::Send(const Program& program, const RunLimits& limits
   RunLoop loop(box_.init_, box_.report_, fds.out.read, fds.err.read,
                Outgoing{std::move(fds.in.write), program.stdin_data}, limits, hooks, &channel);
   MCPEXEC_ASSIGN_OR_RETURN(const RunEnd end, loop.Run());
+  MarkStep(Step::kEnded);
   // One answer per call: anything after it, its pipes drained, would be taken for the next
   // call's (Quiet ends the session then; the call's own result stands).
   if (end == RunEnd::kCallDone) Quiet("after the call's answer");
@@ -674,6 +680,7 @@ Result<CallResult> Session::Send(const Program& program, const RunLimits& limits
     End(call.ended, call.ended == SessionEnd::kChannelBroken ? channel.broken : std::string());
   }
   call.ended = end_;  // Quiet may have ended it after the answer
+  MarkStep(Step::kCollected);
   return call;
 }
 

@@ -12,11 +12,13 @@
 #include <string_view>
 #include <variant>
 
+#include "base/call_steps.h"
 #include "base/unique_fd.h"
 #include "http/connection.h"
 #include "http/peer_table.h"
 #include "jsonrpc/message.h"
 #include "log/log.h"
+#include "mcp/call_steps_log.h"
 #include "mcp/protocol.h"
 #include "mcp/transport/http_admission.h"
 #include "mcp/transport/http_metadata.h"
@@ -370,7 +372,10 @@ std::shared_ptr<Session> HttpServer::Impl::SessionFromHeader(const Request& req,
 void HttpServer::Impl::PostMcp(const Request& req, Response& res) {
   std::string body;
   if (!ReadBody(req, res, &body)) return;
+  std::optional<CallSteps> steps = StartCallSteps();
+  const CallStepsScope in_call(steps);
   jsonrpc::Incoming incoming = jsonrpc::Parse(body);
+  MarkStep(Step::kParsed);
   body = std::string();  // a large body (code, stdin) need not live as long as the reply
   const auto* parsed = std::get_if<jsonrpc::Request>(&incoming);
   if (!CheckProtocolVersion(req, res, parsed ? parsed->id : jsonrpc::Id(nullptr))) return;
@@ -793,6 +798,8 @@ void HttpServer::Impl::PostMessages(const Request& req, Response& res) {
     SendRpcError(res, 404, kSessionNotFound, "Session not found");
     return;
   }
+  std::optional<CallSteps> steps = StartCallSteps();
+  const CallStepsScope in_call(steps);
   session->Handle(body, std::make_shared<transport::QueueSink>(stream, transport::SinkMode::kSessionStream));
   res.status = 202;
   res.SetContent("Accepted", "text/plain");

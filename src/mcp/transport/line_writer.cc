@@ -9,6 +9,7 @@
 #include "base/sys.h"
 #include "jsonrpc/message.h"
 #include "log/log.h"
+#include "mcp/call_steps_log.h"
 
 namespace mcpexec::mcp {
 
@@ -40,6 +41,7 @@ bool LineWriter::Send(const nlohmann::json& message, bool final) {
   std::string line = jsonrpc::Serialize(message);
   line.push_back('\n');
   const bool response = final || jsonrpc::IsResponse(message);
+  if (response) MarkStep(Step::kSerialized);
   std::unique_lock lock(mu_);
   if (response) {
     // An empty queue always takes one, however large.
@@ -53,7 +55,7 @@ bool LineWriter::Send(const nlohmann::json& message, bool final) {
   if (broken_ || finishing_) return false;
   pending_bytes_ += line.size();
   if (response && CanWriteNow(line)) return WriteLocked(lock, line);
-  queue_.push_back(std::move(line));
+  queue_.push_back(Pending{std::move(line), response ? HandOffSteps() : std::nullopt});
   work_.notify_one();
   return true;
 }
@@ -72,6 +74,7 @@ bool LineWriter::WriteLocked(std::unique_lock<std::mutex>& lock, const std::stri
     const ScopedSigpipeBlock no_sigpipe;  // the client may close its end at any moment
     ok = WriteAll(fd_, line).ok();
   }
+  if (ok) MarkStep(Step::kWritten);
   lock.lock();
   writing_ = false;
   pending_bytes_ -= line.size();
@@ -103,9 +106,15 @@ void LineWriter::Run() {
     // A sender may be writing its response: the next line waits for it.
     work_.wait(lock, [&] { return (!queue_.empty() || finishing_ || broken_) && !writing_; });
     if (broken_ || queue_.empty()) return;  // the client is gone, or finishing and all written
-    const std::string line = std::move(queue_.front());
+    Pending next = std::move(queue_.front());
     queue_.pop_front();
-    if (!WriteLocked(lock, line)) return;
+    const CallStepsScope in_call(next.steps);
+    if (!WriteLocked(lock, next.line)) return;
+    if (next.steps) {
+      lock.unlock();
+      LogCallSteps(*next.steps);
+      lock.lock();
+    }
   }
 }
 

@@ -12,9 +12,11 @@
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "base/call_steps.h"
 #include "mcp/message_sink.h"
 
 namespace mcpexec::mcp {
@@ -56,7 +58,13 @@ class LineWriter : public MessageSink {
   std::mutex mu_;
   std::condition_variable room_;  // for a response waiting for room in the queue
   std::condition_variable work_;  // for the thread: a line queued, the end, or a write done
-  std::deque<std::string> queue_;
+  // A line waiting for the thread, with the steps of the call it answers (base/call_steps.h),
+  // which the thread reports once it has written it.
+  struct Pending {
+    std::string line;
+    std::optional<CallSteps> steps;
+  };
+  std::deque<Pending> queue_;
   size_t pending_bytes_ = 0;  // queued, plus the line being written
   bool writing_ = false;      // a line is being written, by the thread or by its sender
   bool broken_ = false;

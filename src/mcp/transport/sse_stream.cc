@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "base/call_steps.h"
 #include "jsonrpc/message.h"
 
 namespace mcpexec::mcp::transport {
@@ -97,7 +98,9 @@ bool QueueSink::Send(const nlohmann::json& message, bool final) {
   } else if (jsonrpc::IsResponse(message)) {
     kind = MessageQueue::Kind::kResponse;
   }
-  return queue_->Push(jsonrpc::Serialize(message), kind);
+  std::string text = jsonrpc::Serialize(message);
+  if (final) MarkStep(Step::kSerialized);
+  return queue_->Push(std::move(text), kind);
 }
 
 std::string SseEvent(std::string_view name, std::string_view data) {

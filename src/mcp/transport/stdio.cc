@@ -5,8 +5,10 @@
 #include <cerrno>
 #include <string>
 
+#include "base/call_steps.h"
 #include "jsonrpc/message.h"
 #include "log/log.h"
+#include "mcp/call_steps_log.h"
 #include "mcp/transport/line_writer.h"
 
 namespace mcpexec::mcp {
@@ -41,6 +43,8 @@ Result<void> ServeStdio(Server& server, int in_fd, int out_fd, size_t max_messag
         pending.append(buf + start, i - start);
         if (!pending.empty() && pending.back() == '\r') pending.pop_back();
         if (pending.find_first_not_of(" \t") != std::string::npos) {
+          std::optional<CallSteps> steps = StartCallSteps();
+          const CallStepsScope in_call(steps);
           session->Handle(pending, sink);
         }
       }
