@@ -1,5 +1,5 @@
 // CallSteps: when each step of one tool call happened, from its request read to its reply
-// written (steady_clock, CLOCK_MONOTONIC), for the debug line that says where a call's time
+// written out (steady_clock, CLOCK_MONOTONIC), for the debug line that says where a call's time
 // goes (mcp/call_steps_log.h; docs/engine.md#where-a-call-spends-its-time). A record is made
 // only when that line is wanted (MCP_EXEC_LOG_LEVEL=debug).
 //
@@ -39,9 +39,12 @@ enum class Step : uint8_t {
   kCollected,   // outputs and accounting read, the run's result made
   kAnswered,    // the tool's result assembled: Tool::Call returned
   kSerialized,  // the reply's text made, by the transport
-  kWritten,     // the reply written (stdio: its line written to stdout)
+  // The reply's writing begins: stdio's line handed to write(2), from which moment its client
+  // may have it. The write's end is not a step: the writing thread may run again only after
+  // the client has read the line, and a call's steps end within what its client waits.
+  kWriting,
 };
-inline constexpr size_t kStepCount = static_cast<size_t>(Step::kWritten) + 1;
+inline constexpr size_t kStepCount = static_cast<size_t>(Step::kWriting) + 1;
 
 struct CallSteps {
   using Clock = std::chrono::steady_clock;

@@ -25,7 +25,7 @@ constexpr StepField kFields[] = {
     {"collect_us", Step::kEnded, Step::kCollected},
     {"result_us", Step::kCollected, Step::kAnswered},
     {"serialize_us", Step::kAnswered, Step::kSerialized},
-    {"write_us", Step::kSerialized, Step::kWritten},
+    {"write_us", Step::kSerialized, Step::kWriting},
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The debug line of a tool call's steps (base/call_steps.h): msg "call steps", with the time
 // each step took in microseconds, one field per step. Written by whichever thread holds the
-// call's record when its reply has been written (or, on HTTP, queued for the connection);
+// call's record once its reply is written (or, on HTTP, queued for the connection);
 // only at MCP_EXEC_LOG_LEVEL=debug, where the transports make records.
 #pragma once
 
@@ -33,8 +33,9 @@ std::optional<CallSteps> StartCallSteps();
 //                 (-> kAnswered)
 //   serialize_us  the JSON-RPC response made and serialized; held back first when a progress
 //                 notification went out less than 25 ms before (-> kSerialized)
-//   write_us      the reply written: stdio's line, by its sender or the writer thread
-//                 (-> kWritten)
+//   write_us      to the reply's write(2): stdio's line, by its sender, or by the writer
+//                 thread after a hand-off (-> kWriting). The write itself is not counted:
+//                 the line's steps end within the client's wait.
 // A step whose start or end was not marked is left out, never 0: HTTP has no write_us (the
 // connection writes the reply after the line); a call that failed early has only the steps
 // it went through.

@@ -168,7 +168,7 @@ TEST(CallStepsServer, AToolCallsRecordMovesToItsWorkerNamedAfterTheCall) {
   EXPECT_FALSE(seen->Reached(Step::kAnswered)) << "marked once the tool has returned";
 }
 
-TEST(CallStepsLineWriter, AResponseWrittenByItsSenderIsMarkedSerializedThenWritten) {
+TEST(CallStepsLineWriter, AResponseItsSenderWritesIsMarkedSerializedThenWriting) {
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
   UniqueFd read_end(fds[0]), write_end(fds[1]);
@@ -186,8 +186,8 @@ TEST(CallStepsLineWriter, AResponseWrittenByItsSenderIsMarkedSerializedThenWritt
   writer.Finish();
   EXPECT_FALSE(reply.handed_off);
   ASSERT_TRUE(reply.Reached(Step::kSerialized));
-  ASSERT_TRUE(reply.Reached(Step::kWritten));
-  EXPECT_LE(reply.At(Step::kSerialized), reply.At(Step::kWritten));
+  ASSERT_TRUE(reply.Reached(Step::kWriting));
+  EXPECT_LE(reply.At(Step::kSerialized), reply.At(Step::kWriting));
   EXPECT_FALSE(note.Reached(Step::kSerialized)) << "a notification is not the reply";
   EXPECT_FALSE(note.handed_off) << "a notification carries no record to the writer thread";
 }

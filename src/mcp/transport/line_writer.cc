@@ -69,12 +69,14 @@ bool LineWriter::CanWriteNow(const std::string& line) const {
 bool LineWriter::WriteLocked(std::unique_lock<std::mutex>& lock, const std::string& line) {
   writing_ = true;
   lock.unlock();
+  // Before the write, not after it: the client may read the line as soon as it is in, and
+  // this thread run again only later; a call's steps must end within what its client waits.
+  MarkStep(Step::kWriting);
   bool ok;
   {
     const ScopedSigpipeBlock no_sigpipe;  // the client may close its end at any moment
     ok = WriteAll(fd_, line).ok();
   }
-  if (ok) MarkStep(Step::kWritten);
   lock.lock();
   writing_ = false;
   pending_bytes_ -= line.size();
