@@ -625,9 +625,12 @@ constexpr Setting kSettings[] = {
      .flag = "--log-level",
      .type = T::kChoice,
      .default_text = "info",
-     .help = "debug | info | warn | error: the least severe log lines written to stderr",
+     .help = "debug | info | warn | error: the least severe log lines written to stderr; debug "
+             "adds a line per tool call with the time each of its steps took",
      .doc = "`debug`, `info`, `warn` or `error`: the least severe log lines written to stderr "
-            "([operations](docs/operations.md#logs))",
+            "([operations](docs/operations.md#logs)); `debug` adds a `call steps` line per tool "
+            "call with the time each of its steps took "
+            "([engine.md](docs/engine.md#where-a-call-spends-its-time))",
      .scope = S::kAll,
      .choices = "debug|info|warn|error",
      .store = [](Config& c, const V& v) { c.log_level = static_cast<LogLevel>(v.choice); }},
