@@ -10,6 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <thread>
 
 #include "base/call_steps.h"
 #include "base/unique_fd.h"
@@ -190,6 +192,35 @@ TEST(CallStepsLineWriter, AResponseItsSenderWritesIsMarkedSerializedThenWriting)
   EXPECT_LE(reply.At(Step::kSerialized), reply.At(Step::kWriting));
   EXPECT_FALSE(note.Reached(Step::kSerialized)) << "a notification is not the reply";
   EXPECT_FALSE(note.handed_off) << "a notification carries no record to the writer thread";
+}
+
+TEST(CallStepsLineWriter, AResponseLeftToTheWriterThreadTakesItsRecordAlong) {
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  // A full pipe: the response cannot be written now, and waits for the writer thread.
+  ASSERT_EQ(fcntl(write_end.Get(), F_SETFL, O_NONBLOCK), 0);
+  const std::string junk(4096, 'x');
+  while (write(write_end.Get(), junk.data(), junk.size()) > 0) {
+  }
+  ASSERT_EQ(fcntl(write_end.Get(), F_SETFL, 0), 0);
+  mcp::LineWriter writer(write_end.Get(), 1 << 20);
+  CallSteps reply;
+  {
+    const CallStepsScope scope(&reply);
+    EXPECT_TRUE(writer.Send(json{{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}}, true));
+  }
+  EXPECT_TRUE(reply.Reached(Step::kSerialized));
+  EXPECT_TRUE(reply.handed_off) << "the writer thread reports the call once it has written";
+  EXPECT_FALSE(reply.Reached(Step::kWriting)) << "marked in the writer thread's copy";
+  std::thread drain([&] {
+    char buf[65536];
+    while (read(read_end.Get(), buf, sizeof buf) > 0) {
+    }
+  });
+  writer.Finish();
+  write_end.Reset();
+  drain.join();
 }
 
 }  // namespace

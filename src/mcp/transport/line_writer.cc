@@ -55,7 +55,13 @@ bool LineWriter::Send(const nlohmann::json& message, bool final) {
   if (broken_ || finishing_) return false;
   pending_bytes_ += line.size();
   if (response && CanWriteNow(line)) return WriteLocked(lock, line);
-  queue_.push_back(Pending{std::move(line), response ? HandOffSteps() : std::nullopt});
+  std::unique_ptr<CallSteps> steps;
+  if (response) {
+    if (std::optional<CallSteps> handed = HandOffSteps()) {
+      steps = std::make_unique<CallSteps>(std::move(*handed));
+    }
+  }
+  queue_.push_back(Pending{std::move(line), std::move(steps)});
   work_.notify_one();
   return true;
 }
@@ -110,7 +116,7 @@ void LineWriter::Run() {
     if (broken_ || queue_.empty()) return;  // the client is gone, or finishing and all written
     Pending next = std::move(queue_.front());
     queue_.pop_front();
-    const CallStepsScope in_call(next.steps);
+    const CallStepsScope in_call(next.steps.get());
     if (!WriteLocked(lock, next.line)) return;
     if (next.steps) {
       lock.unlock();

@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -62,7 +62,7 @@ class LineWriter : public MessageSink {
   // which the thread reports once it has written it.
   struct Pending {
     std::string line;
-    std::optional<CallSteps> steps;
+    std::unique_ptr<CallSteps> steps;  // null but for a response while steps are measured
   };
   std::deque<Pending> queue_;
   size_t pending_bytes_ = 0;  // queued, plus the line being written
