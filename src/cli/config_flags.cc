@@ -8,10 +8,14 @@ namespace {
 
 log::Level LogLevelOf(config::LogLevel level) {
   switch (level) {
-    case config::LogLevel::kDebug: return log::Level::kDebug;
-    case config::LogLevel::kInfo: return log::Level::kInfo;
-    case config::LogLevel::kWarn: return log::Level::kWarn;
-    case config::LogLevel::kError: return log::Level::kError;
+    case config::LogLevel::kDebug:
+      return log::Level::kDebug;
+    case config::LogLevel::kInfo:
+      return log::Level::kInfo;
+    case config::LogLevel::kWarn:
+      return log::Level::kWarn;
+    case config::LogLevel::kError:
+      return log::Level::kError;
   }
   return log::Level::kInfo;
 }
