@@ -69,7 +69,7 @@ struct Config {
   EngineKind engine = EngineKind::kAuto;
   int pool_size = 2;                 // MCP_EXEC_POOL_SIZE: sandboxes kept ready (pool, zygote)
   int pool_max = 0;                  // MCP_EXEC_POOL_MAX: ... after a burst; 0 unset (PoolMax)
-  int zygote_max_forks = 1000;       // MCP_EXEC_ZYGOTE_MAX_FORKS: forks before it is replaced
+  int zygote_max_forks = 10000;      // MCP_EXEC_ZYGOTE_MAX_FORKS: forks before it is replaced
   int zygote_max_age_s = 600;        // MCP_EXEC_ZYGOTE_MAX_AGE_S: its age when it is replaced
   int max_sessions = 8;              // MCP_EXEC_MAX_SESSIONS: open at once; 0: none
   int session_idle_s = 600;          // MCP_EXEC_SESSION_IDLE_S: idle expiry

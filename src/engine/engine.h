@@ -122,7 +122,7 @@ struct PoolOptions {
   std::chrono::seconds peak_window{30};  // how long after a burst (ReadyTarget)
   bool refill = true;  // false: the first `size` only (a one-shot `mcp-exec run`)
   // zygote: when it is replaced (MCP_EXEC_ZYGOTE_MAX_FORKS, MCP_EXEC_ZYGOTE_MAX_AGE_S)
-  uint64_t zygote_max_forks = 1000;
+  uint64_t zygote_max_forks = 10000;
   std::chrono::seconds zygote_max_age{600};
 };
 

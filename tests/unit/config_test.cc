@@ -184,7 +184,7 @@ TEST(Config, EngineVariablesHaveTheirDefaultsAndParse) {
   EXPECT_EQ(c.engine, EngineKind::kAuto);
   EXPECT_EQ(c.pool_size, 2);
   EXPECT_EQ(c.preload, (std::vector<std::string>{"numpy", "pandas", "matplotlib.pyplot"}));
-  EXPECT_EQ(c.zygote_max_forks, 1000);
+  EXPECT_EQ(c.zygote_max_forks, 10000);
   EXPECT_EQ(c.zygote_max_age_s, 600);
   ASSERT_TRUE(ApplyEnv(Env({{"MCP_EXEC_ENGINE", "zygote"},
                             {"MCP_EXEC_ZYGOTE_MAX_FORKS", "5"},
