@@ -1,6 +1,7 @@
 // Small syscall wrappers for parent-side code (never for the post-clone child).
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -49,5 +50,9 @@ Result<void> WriteProcFile(const std::string& path, std::string_view data);
 
 // Sets O_NONBLOCK on fd.
 Result<void> SetNonBlocking(int fd);
+
+// Raises the soft open-file limit (RLIMIT_NOFILE) to the hard one, where it is lower; the soft
+// limit then, RLIM_INFINITY when unlimited, 0 when it cannot be read.
+rlim_t RaiseSoftOpenFileLimit();
 
 }  // namespace mcpexec

@@ -51,9 +51,9 @@ constexpr size_t kReadySandboxDescriptors = 10;
 // its control channel. 7 measured.
 constexpr size_t kZygoteDescriptors = 10;
 
-// A sandbox's cgroup, from its creation to its removal: on cgroup v1 the four interface files
-// it reads (memory.oom_control, memory.max_usage_in_bytes, memory.usage_in_bytes,
-// cpuacct.usage), 4 measured; on cgroup v2 its directory, memory.peak, memory.events,
+// A sandbox's cgroup, from its creation until its run's accounting is read (CloseFiles): on
+// cgroup v1 the four interface files it reads (memory.oom_control, memory.max_usage_in_bytes,
+// memory.usage_in_bytes, cpuacct.usage), 4 measured; on cgroup v2 its directory, memory.peak, memory.events,
 // memory.current and cpu.stat. None with the rlimit backend.
 constexpr size_t kCgroupFiles = 5;
 

@@ -4,22 +4,17 @@
 
 #include <string>
 
+#include "base/sys.h"
 #include "log/log.h"
 
 namespace mcpexec::cli {
 
 void RaiseOpenFileLimit(size_t reserve, size_t connections) {
   const size_t needed = reserve + connections;
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
-  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) return;
+  const rlim_t nofile = RaiseSoftOpenFileLimit();
+  if (nofile == 0 || nofile == RLIM_INFINITY || nofile >= needed) return;
   log::Warn("open file limit is below what this configuration may hold",
-            {{"rlimit_nofile", limit.rlim_cur},
+            {{"rlimit_nofile", nofile},
              {"reserve", reserve},
              {"fix", "raise the hard limit to at least " + std::to_string(needed) +
                          (connections > 0 ? ", more for more connections" : "") +

@@ -163,6 +163,12 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
     log::Error("cannot offer packages", {{"error", ErrorText(package_layers.error())}});
     return 1;
   }
+  // Before the engines start, which open what the limit must hold.
+  const size_t descriptor_reserve = DescriptorReserve(
+      *config, (*environments)->Offered().environments.size(), (*backend)->Kind());
+  RaiseOpenFileLimit(descriptor_reserve, config->transport == config::Transport::kStdio
+                                             ? 0
+                                             : mcp::kMinConnectionDescriptors);
   std::vector<exec::PassedOver> passed_over;
   auto started = (*environments)->StartDefault(&passed_over);
   for (const exec::PassedOver& p : passed_over) {
@@ -176,11 +182,6 @@ int ServeCommand(const std::string& default_rootfs, const std::string& version,
   }
   const std::shared_ptr<engine::Engine>& engine = (*environments)->DefaultEngine();
   const sandbox::LaunchPlan& plan = engine->Plan();
-  const size_t descriptor_reserve = DescriptorReserve(
-      *config, (*environments)->Offered().environments.size(), plan.Limits().Kind());
-  RaiseOpenFileLimit(descriptor_reserve, config->transport == config::Transport::kStdio
-                                             ? 0
-                                             : mcp::kMinConnectionDescriptors);
   // A client that goes away mid-write must not kill the server.
   signal(SIGPIPE, SIG_IGN);
   if (config->transport != config::Transport::kStdio) {

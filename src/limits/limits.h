@@ -80,7 +80,9 @@ class RunCgroup {
   virtual Result<uint64_t> Tasks() const = 0;
   // Once the run's accounting has been read for the last time: closes what the cgroup keeps
   // open (its interface files, and on cgroup v2 its directory), so that a finished run waiting
-  // in the teardown's backlog holds no descriptor of it. Nothing reads its accounting after.
+  // in the teardown's backlog holds no descriptor of it. Nothing may read its accounting after:
+  // Read() would open each file again, and on cgroup v2 memory.peak's would be the cgroup's
+  // whole peak, not the program's.
   virtual void CloseFiles() = 0;
   // Kills what is left and removes the cgroup. Call after the sandbox's init has been reaped.
   virtual Result<void> Remove() = 0;

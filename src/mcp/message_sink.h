@@ -15,10 +15,11 @@ class MessageSink {
   // thread (tool calls finish on worker threads); implementations must be thread-safe and must
   // not block for long (a slow client must not stall a worker: buffer or drop and close).
   // False when the message was dropped: a notification past the budget of a client that does
-  // not read, or anything after the exchange ended. For the final response, a transport marks
-  // the call's Step::kSerialized once the text is made, and Step::kWriting just before it
+  // not read, or anything after the exchange ended. For the final response, stdio's writer
+  // marks the call's Step::kSerialized once the text is made, and Step::kWriting just before it
   // writes it (base/call_steps.h); when it leaves the writing to another thread, it hands the
-  // call's record to it (HandOffSteps).
+  // call's record to it (HandOffSteps). HTTP's queue marks kSerialized only: its connection
+  // writes the reply after the line.
   virtual bool Send(const nlohmann::json& message, bool final) = 0;
   // Whether messages sent after the final response still reach the client: true for a stream
   // that outlives its requests (stdio, legacy SSE), false for one request's reply (Streamable

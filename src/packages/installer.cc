@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/call_steps.h"
 #include "base/unique_fd.h"
 #include "engine/engine.h"
 #include "packages/digest.h"
@@ -205,7 +206,11 @@ Result<Installation> Install(const sandbox::SandboxSpec& base,
       hooks.on_progress(elapsed);
     };
   }
-  auto ran = engine::MakeColdEngine(plan)->Run(program, limits, run_hooks);
+  Result<sandbox::RunResult> ran = [&] {
+    // The installer's sandbox is not the call's: its steps are not the call's steps.
+    const CallStepsScope not_the_calls(nullptr);
+    return engine::MakeColdEngine(plan)->Run(program, limits, run_hooks);
+  }();
   // The sandbox is gone: a transfer the channel still makes for it ends now, and says so.
   if (channel) channel->Stop();
   MCPEXEC_ASSIGN_OR_RETURN(sandbox::RunResult run, std::move(ran));

@@ -139,7 +139,8 @@ class Session {
   // result without reading the cgroup again.
   const limits::Usage& UsageAfterLastCall() const { return after_last_call_; }
   // A pidfd of init, its own descriptor: another thread ends the session through it (SIGKILL)
-  // while a call runs. An error when init has ended or the descriptor cannot be had (EMFILE).
+  // while a call runs. kUnavailable when init has been reaped or the descriptor cannot be had
+  // (EMFILE).
   Result<UniqueFd> DupInitPidfd() const;
 
  private:

@@ -534,11 +534,9 @@ Result<UniqueFd> Session::DupInitPidfd() const {
     return MakeError(ErrorCode::kUnavailable, "the session's sandbox ended as it started");
   }
   UniqueFd dup(fcntl(init.PidFd(), F_DUPFD_CLOEXEC, 0));
-  if (!dup.Valid()) {
-    const bool out_of_descriptors = errno == EMFILE || errno == ENFILE;
-    return Errno(out_of_descriptors ? ErrorCode::kResourceExhausted : ErrorCode::kInternal,
-                 "dup(the session's init pidfd)");
-  }
+  // kUnavailable, not kResourceExhausted: that one is a caller's limit (too many sessions),
+  // while a server out of descriptors is the server's condition.
+  if (!dup.Valid()) return Errno(ErrorCode::kUnavailable, "fcntl(F_DUPFD_CLOEXEC, init's pidfd)");
   return dup;
 }
 

@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "base/call_steps.h"
+#include "base/sys.h"
 #include "base/unique_fd.h"
 #include "http/connection.h"
 #include "http/peer_table.h"
@@ -78,9 +79,10 @@ void SendHeaderMismatch(Response& res, const jsonrpc::Id& id, const std::string&
 // 503, and leave runs and sessions without their pipes. Where the limit is below the reserve
 // (`serve` has warned at start, cli::RaiseOpenFileLimit), connections get the least.
 void FitConnectionCaps(http::ConnectionLimits& limits, size_t reserve) {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
-  const size_t nofile = limit.rlim_cur;
+  // `serve` has raised it already; a server embedded elsewhere has it raised here.
+  const rlim_t soft = RaiseSoftOpenFileLimit();
+  if (soft == 0 || soft == RLIM_INFINITY) return;
+  const size_t nofile = soft;
   const size_t budget =
       nofile >= reserve + kMinConnectionDescriptors ? nofile - reserve : kMinConnectionDescriptors;
   const size_t active = std::min(limits.max_connections, std::max<size_t>(budget / 4, 1));
