@@ -53,8 +53,8 @@ constexpr size_t kZygoteDescriptors = 10;
 
 // A sandbox's cgroup, from its creation until its run's accounting is read (CloseFiles): on
 // cgroup v1 the four interface files it reads (memory.oom_control, memory.max_usage_in_bytes,
-// memory.usage_in_bytes, cpuacct.usage), 4 measured; on cgroup v2 its directory, memory.peak, memory.events,
-// memory.current and cpu.stat. None with the rlimit backend.
+// memory.usage_in_bytes, cpuacct.usage), 4 measured; on cgroup v2 its directory, memory.peak,
+// memory.events, memory.current and cpu.stat. None with the rlimit backend.
 constexpr size_t kCgroupFiles = 5;
 
 // While a sandbox starts on cgroup v1, the `tasks` file of each hierarchy it joins through
